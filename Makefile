@@ -1,0 +1,68 @@
+# One entry point for every job; each target sets up what it needs itself.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+MIN_VENV ?= .venv-min
+MIN_SCRAPY ?= scrapy==2.13.4
+
+.PHONY: all venv test test-latest test-min demo redis-server bench bench-fingerprint \
+        bench-quality bench-index bench-middleware bench-redis bench-cli clean
+
+all: test
+
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc]"
+	touch $@
+
+venv: $(VENV)/.stamp
+
+$(MIN_VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
+	touch $@
+
+# The Redis tests need Debian's redis-server; install it when it is missing.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing Debian's redis-server"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+
+# The whole suite on the newest Scrapy, then the Scrapy layer on the oldest supported one.
+test: test-latest test-min
+
+test-latest: venv redis-server
+	$(PY) -m pytest tests
+
+test-min: $(MIN_VENV)/.stamp redis-server
+	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
+
+# The main job: serve the bundled demo site on loopback, crawl it, show what was dropped.
+demo: venv
+	$(PY) example_project/run_demo.py
+
+bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli
+
+bench-fingerprint: venv
+	$(PY) bench/bench_fingerprint.py
+
+bench-quality: venv
+	$(PY) bench/quality.py
+
+bench-index: venv
+	$(PY) bench/bench_index.py
+
+bench-middleware: venv
+	$(PY) bench/bench_middleware.py
+
+bench-redis: venv redis-server
+	$(PY) bench/bench_redis.py
+
+bench-cli: venv
+	$(PY) bench/bench_cli.py
+
+clean:
+	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis
