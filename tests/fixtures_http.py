@@ -1,0 +1,1 @@
+"""HTTP test fixtures: owned by the Scrapy-layer work."""

@@ -1,0 +1,1 @@
+"""Redis test fixtures: owned by the Redis-backend work."""
