@@ -1,50 +1,84 @@
-"""PLACEHOLDER (the fingerprint helper replaces this file): whole-text 3-word shingles."""
+"""64-bit simhash fingerprints of HTML pages (Charikar 2002; Manku et al. 2007).
+
+A page's main text (:mod:`scrapy_simhash.extract`) becomes weighted spot
+signatures (:mod:`scrapy_simhash.features`); each feature is hashed with
+xxh3_64 and the weighted bit votes are summed with numpy. Near-duplicate pages
+get fingerprints a few bits apart. Everything here is deterministic across
+processes and platforms (no use of Python's ``hash()``).
+"""
+
 from __future__ import annotations
 
-import re
-from collections import Counter
+import logging
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import xxhash
-import lxml.html
+from lxml import etree
 
-FINGERPRINT_VERSION = 0
+from scrapy_simhash.extract import extract
+from scrapy_simhash.features import main_text_features
+
+logger = logging.getLogger(__name__)
+
+#: Bumped whenever any fingerprint can change (persisted indexes record it).
+FINGERPRINT_VERSION = 1
+#: Pages with fewer distinct features get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6
-_BITS = np.arange(64, dtype=np.uint64)
+
+_LE_U64 = np.dtype("<u8")
 
 
-def features(page, *, encoding=None) -> dict[str, float]:
-    if isinstance(page, (str, bytes)):
-        if not page.strip():
-            return {}
-        root = lxml.html.document_fromstring(page)
-    else:
-        root = page
-    text = " ".join(root.itertext())
-    tokens = re.findall(r"[^\W\d_]+", text.lower())
-    return dict(Counter(" ".join(tokens[i : i + 3]) for i in range(len(tokens) - 2)))
+def features(page: str | bytes | etree._Element, *, encoding: str | None = None) -> dict[str, float]:
+    """The weighted features of a page (to see why two pages match)."""
+    return main_text_features(extract(page, encoding=encoding))
 
 
-def simhash(weighted_features: Mapping[str, float] | Iterable[tuple[str, float]], *, seed=0) -> int:
-    items = list(weighted_features.items() if isinstance(weighted_features, Mapping) else weighted_features)
-    if not items:
+def simhash(
+    weighted_features: Mapping[str, float] | Iterable[tuple[str, float]], *, seed: int = 0
+) -> int:
+    """The 64-bit simhash of weighted features: bit i is set when the features
+    whose xxh3_64 has bit i set outweigh the others. 0 for no features."""
+    items = weighted_features.items() if isinstance(weighted_features, Mapping) else weighted_features
+    hashes: list[int] = []
+    weights: list[float] = []
+    digest = xxhash.xxh3_64_intdigest
+    for feature, weight in items:
+        hashes.append(digest(feature.encode("utf-8", "surrogatepass"), seed))
+        weights.append(weight)
+    if not hashes:
         return 0
-    h = np.array([xxhash.xxh3_64_intdigest(f.encode(), seed) for f, _ in items], dtype=np.uint64)
-    w = np.array([w for _, w in items], dtype=np.float64)
-    bits = ((h[:, None] >> _BITS) & np.uint64(1)).astype(np.float64)
-    sums = (w[:, None] * (2 * bits - 1)).sum(axis=0)
-    return int(((sums > 0).astype(np.uint64) << _BITS).sum())
+    h = np.array(hashes, dtype=_LE_U64)
+    w = np.array(weights, dtype=np.float64)
+    # bits[i, j] = bit j of hash i (little-endian bytes, little bit order).
+    bits = np.unpackbits(h.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    ones = w @ bits  # weight voting for 1, per bit
+    votes = (2.0 * ones > w.sum()).astype(np.uint8)
+    return int(np.packbits(votes, bitorder="little").view(_LE_U64)[0])
 
 
-def fingerprint(page, *, min_features=DEFAULT_MIN_FEATURES, seed=0, encoding=None) -> int | None:
-    f = features(page, encoding=encoding)
-    return simhash(f, seed=seed) if len(f) >= min_features else None
+def fingerprint(
+    page: str | bytes | etree._Element,
+    *,
+    min_features: int = DEFAULT_MIN_FEATURES,
+    seed: int = 0,
+    encoding: str | None = None,
+) -> int | None:
+    """The simhash of a page's main text, or None when it has fewer than
+    ``min_features`` distinct features. Never raises on page content."""
+    feats = features(page, encoding=encoding)
+    if len(feats) < min_features:
+        return None
+    return simhash(feats, seed=seed)
 
 
 def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two fingerprints."""
     return (a ^ b).bit_count()
 
 
 def hamming_many(a, b) -> np.ndarray:
-    return np.bitwise_count(np.bitwise_xor(np.asarray(a, np.uint64), np.asarray(b, np.uint64)))
+    """Element-wise Hamming distances between ``uint64`` arrays (broadcast)."""
+    a = np.asarray(a, dtype=np.uint64)
+    b = np.asarray(b, dtype=np.uint64)
+    return np.bitwise_count(np.bitwise_xor(a, b))

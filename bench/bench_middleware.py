@@ -1,0 +1,189 @@
+"""Added cost of SimhashMiddleware in a whole Scrapy crawl, without network.
+
+A download handler returns canned ``HtmlResponse`` objects built from the real
+pages of the shared corpus (``web/``), cycling over them; the spider callback
+does one ``response.css("title::text")`` so that it builds the selector the
+middleware reuses. Four crawls per repeat, interleaved, in one process:
+
+- ``scrapy``: Scrapy alone;
+- ``layer-only``: the middleware with a trivial fingerprint function (the
+  Scrapy layer's own cost: selector access, probe, stats);
+- ``simhash-log``: with the middleware, ``SIMHASH_ACTION=log`` (every page is
+  fingerprinted and probed, nothing is dropped: the cost that is measured);
+- ``simhash-drop``: the default action (repeated pages are dropped, so their
+  callbacks do not run: shown for information).
+
+Time is measured from ``spider_opened`` to ``spider_closed`` (crawler start-up
+excluded). Reported: medians over repeats of ms per response, the added ms per
+response against Scrapy alone, and the ratio. Needs Scrapy >= 2.14 (async
+download handlers). Usage: ``python bench/bench_middleware.py [--responses N]
+[--repeats R] [--concurrency C]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import scrapy  # noqa: E402
+import xxhash  # noqa: E402
+from scrapy import Request, signals  # noqa: E402
+from scrapy.core.downloader.handlers.base import BaseDownloadHandler  # noqa: E402
+from scrapy.crawler import AsyncCrawlerRunner  # noqa: E402
+from scrapy.http import HtmlResponse  # noqa: E402
+from scrapy.utils.reactor import install_reactor  # noqa: E402
+
+from bench.corpus import ABSENT_REASON, web_pages  # noqa: E402
+from scrapy_simhash.middleware import SimhashMiddleware  # noqa: E402
+
+BODIES: list[bytes] = []
+HEADERS = {"Content-Type": "text/html"}
+
+
+class NullDownloadHandler(BaseDownloadHandler):
+    """Return a fresh canned response per request: no network, no caching."""
+
+    async def download_request(self, request: Request) -> HtmlResponse:
+        await asyncio.sleep(0)
+        body = BODIES[int(request.url.rsplit("/", 1)[1]) % len(BODIES)]
+        return HtmlResponse(request.url, status=200, headers=HEADERS, body=body, request=request)
+
+
+class BenchSpider(scrapy.Spider):
+    name = "bench"
+
+    def __init__(self, responses: int, **kwargs):
+        super().__init__(**kwargs)
+        self.responses = responses
+        self.titles = 0
+
+    async def start(self):
+        for i in range(self.responses):
+            yield Request(f"http://bench.invalid/page/{i}", dont_filter=False)
+
+    def parse(self, response):
+        if response.css("title::text").get() is not None:
+            self.titles += 1
+        return ()
+
+
+class LayerOnlyMiddleware(SimhashMiddleware):
+    """The Scrapy layer with a trivial fingerprint (the selector plus a hash of
+    the first 200 bytes): isolates the layer's own cost from the fingerprint's."""
+
+    def fingerprint_response(self, response):
+        response.selector  # noqa: B018 (the parse the spider needs anyway)
+        return xxhash.xxh3_64_intdigest(response.body[:200] + response.url.encode())
+
+
+VARIANTS = {
+    "scrapy": {},
+    "layer-only": {
+        "SPIDER_MIDDLEWARES": {LayerOnlyMiddleware: 100},
+        "SIMHASH_ACTION": "log",
+    },
+    "simhash-log": {
+        "SPIDER_MIDDLEWARES": {"scrapy_simhash.SimhashMiddleware": 100},
+        "SIMHASH_ACTION": "log",
+    },
+    "simhash-drop": {"SPIDER_MIDDLEWARES": {"scrapy_simhash.SimhashMiddleware": 100}},
+}
+
+
+async def run_once(runner_settings: dict, responses: int) -> tuple[float, dict]:
+    runner = AsyncCrawlerRunner(runner_settings)
+    crawler = runner.create_crawler(BenchSpider)
+    marks: dict[str, float] = {}
+
+    def opened() -> None:  # kept alive by this frame: the dispatcher holds weak references
+        marks["open"] = time.perf_counter()
+
+    crawler.signals.connect(opened, signal=signals.spider_opened)
+    await runner.crawl(crawler, responses=responses)
+    closed = time.perf_counter()
+    stats = crawler.stats.get_stats()
+    return closed - marks["open"], stats
+
+
+async def main(args: argparse.Namespace) -> None:
+    base = {
+        "DOWNLOAD_HANDLERS": {"http": NullDownloadHandler, "https": NullDownloadHandler},
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
+        "DOWNLOAD_DELAY": 0,
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "REMOTE_CONTROL_ENABLED": False,
+        "LOG_ENABLED": False,
+        "LOGSTATS_INTERVAL": 0,
+        "COOKIES_ENABLED": False,
+        "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    last_stats: dict[str, dict] = {}
+    await run_once({**base, **VARIANTS["simhash-log"]}, 100)  # warm-up: imports, caches
+    for _ in range(args.repeats):
+        for name, extra in VARIANTS.items():
+            elapsed, stats = await run_once({**base, **extra}, args.responses)
+            seconds[name].append(elapsed)
+            last_stats[name] = stats
+    report(args, seconds, last_stats)
+
+
+def report(args, seconds, last_stats) -> None:
+    n = args.responses
+    sizes = [len(b) for b in BODIES]
+    print(f"bench_middleware: {n} canned responses per crawl cycling over {len(BODIES)} corpus "
+          f"web/ pages (median {statistics.median(sizes) / 1000:.0f} KB), "
+          f"CONCURRENT_REQUESTS={args.concurrency}, {args.repeats} repeats, interleaved")
+    print(f"Python {platform.python_version()}, Scrapy {scrapy.__version__}, "
+          f"{platform.machine()}, medians over repeats")
+    base = statistics.median(seconds["scrapy"]) / n * 1000
+    print(f"{'variant':<14}{'ms/response':>12}{'added ms':>10}{'ratio':>8}   runs (s)")
+    for name, values in seconds.items():
+        per = statistics.median(values) / n * 1000
+        runs = " ".join(f"{v:.2f}" for v in values)
+        print(f"{name:<14}{per:>12.3f}{per - base:>10.3f}{per / base:>8.2f}   {runs}")
+    for name in ("layer-only", "simhash-log", "simhash-drop"):
+        stats = last_stats[name]
+        skipped = sum(v for k, v in stats.items() if k.startswith("simhash/skipped_count"))
+        hook = stats.get("simhash/cpu_seconds", 0)
+        print(f"{name}: fingerprinted {stats.get('simhash/response_count', 0)}, "
+              f"skipped {skipped}, near-duplicates {stats.get('simhash/duplicate_count', 0)}, "
+              f"index size {stats.get('simhash/index_size')}, simhash/cpu_seconds {hook:.3f} "
+              f"({hook / n * 1000:.3f} ms/response inside the hook)")
+    added = statistics.median(seconds["simhash-log"]) / n * 1000 - base
+    verdict = "within" if added <= 1.5 else "OVER"
+    print(f"added time per response (log action): {added:.3f} ms, {verdict} the 1.5 ms bar")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--responses", type=int, default=1500)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=16)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    args = parse_args()
+    pages = web_pages()
+    if not pages:
+        print(f"skipped: {ABSENT_REASON}")
+        sys.exit(0)
+    BODIES.extend(path.read_bytes() for _, path, _ in pages)
+    logging.getLogger().setLevel(logging.WARNING)
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    from twisted.internet import task
+
+    from scrapy.utils.defer import deferred_from_coro
+
+    task.react(lambda _reactor: deferred_from_coro(main(args)))

@@ -1,0 +1,211 @@
+"""Index backends: where the crawler's fingerprints (and their URLs) live.
+
+A backend answers one question per page, atomically: "is a stored page within
+k bits of this fingerprint? If not, remember this one". :class:`MemoryBackend`
+keeps a :class:`~scrapy_simhash.index.SimhashIndex` in the process and, with a
+persist path (``JOBDIR/simhash.seen`` by default), appends every added page to a
+record log so that a paused or crashed crawl resumes with its index.
+``redis`` selects :class:`scrapy_simhash.redis_index.RedisBackend`, shared by
+several processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
+from scrapy_simhash.index import SimhashIndex
+
+if TYPE_CHECKING:
+    from scrapy_simhash.settings import SimhashSettings
+
+logger = logging.getLogger(__name__)
+
+STATE_FORMAT = "scrapy-simhash-seen"
+ADD_MODES = ("if_new", "always", "never")
+
+
+class Duplicate(NamedTuple):
+    """The nearest stored page within k bits of a probed fingerprint."""
+
+    url: str
+    fingerprint: int
+    distance: int
+
+
+class BackendError(Exception):
+    """The index could not be read or written (I/O, network, bad state)."""
+
+
+class MemoryBackend:
+    """An in-process permuted-tables index plus a compact URL store.
+
+    URLs are kept outside the index, UTF-8 in one ``bytearray`` with ``uint64``
+    offsets; the index key of a page is its row number.
+    """
+
+    def __init__(
+        self,
+        k: int = 3,
+        layout: Any = "auto",
+        expected_size: int = 1 << 20,
+        persist_path: str | None = None,
+        reset: bool = False,
+    ) -> None:
+        self.k = k
+        self.layout = layout
+        self.expected_size = expected_size
+        self.persist_path = persist_path
+        self.reset = reset
+        self._index = self._new_index()
+        self._urls = bytearray()
+        self._offsets = np.zeros(1024, dtype=np.uint64)
+        self._count = 0
+        self._log: Any = None
+
+    @classmethod
+    def from_config(cls, config: SimhashSettings) -> MemoryBackend:
+        return cls(
+            k=config.max_distance,
+            layout=config.layout,
+            expected_size=config.expected_pages,
+            persist_path=config.persist_path,
+            reset=config.reset,
+        )
+
+    def _new_index(self) -> SimhashIndex:
+        layout = self.layout
+        if isinstance(layout, str) and layout != "auto":
+            from scrapy_simhash.layout import TableLayout
+
+            layout = TableLayout.parse(layout, self.k)
+        return SimhashIndex(k=self.k, layout=layout, expected_size=self.expected_size)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def open(self, spider_name: str) -> int:
+        """Load the persisted state (unless reset) and start appending to it."""
+        if self.persist_path is None:
+            return self._count
+        from scrapy_simhash.store import CorruptStateError, RecordLog
+
+        path = self.persist_path
+        header = {"format": STATE_FORMAT, "fingerprint_version": FINGERPRINT_VERSION}
+        try:
+            directory = os.path.dirname(path)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            exists = os.path.exists(path) and os.path.getsize(path) > 0
+            if exists and not self.reset:
+                self._load(path)
+            self._log = RecordLog.open(path, header, reset=self.reset)
+        except CorruptStateError as exc:
+            raise BackendError(
+                f"{exc}; delete the file or set SIMHASH_RESET=True to start empty"
+            ) from exc
+        except OSError as exc:
+            raise BackendError(f"Cannot open the simhash state file {path}: {exc}") from exc
+        return self._count
+
+    def _load(self, path: str) -> None:
+        from scrapy_simhash.store import RecordLog
+
+        start = time.perf_counter()
+        header, fingerprints, _keys, payloads, _truncated = RecordLog.read(path)
+        version = header.get("fingerprint_version") if isinstance(header, dict) else None
+        if not isinstance(header, dict) or header.get("format") != STATE_FORMAT:
+            raise BackendError(
+                f"{path} is not a scrapy-simhash state file (header {header!r}); "
+                "delete it or set SIMHASH_RESET=True"
+            )
+        if version != FINGERPRINT_VERSION:
+            raise BackendError(
+                f"{path} holds fingerprints of version {version}, this scrapy-simhash "
+                f"computes version {FINGERPRINT_VERSION}: they cannot be compared; "
+                "delete the file or set SIMHASH_RESET=True to start empty"
+            )
+        # A truncated last record (a crash mid-write) is skipped here and cut
+        # off by RecordLog.open, which logs it.
+        fingerprints = np.asarray(fingerprints, dtype=np.uint64)
+        count = len(fingerprints)
+        self._index = self._new_index()
+        self._index.add_many(fingerprints, np.arange(count, dtype=np.uint64))
+        lengths = np.fromiter((len(p) for p in payloads), dtype=np.uint64, count=count)
+        self._offsets = np.zeros(max(1024, 2 * count + 1), dtype=np.uint64)
+        np.cumsum(lengths, out=self._offsets[1 : count + 1])
+        self._urls = bytearray(b"".join(payloads))
+        self._count = count
+        logger.info(
+            "Loaded %(count)d fingerprints from %(path)s in %(seconds).3f s",
+            {"count": count, "path": path, "seconds": time.perf_counter() - start},
+        )
+
+    def url(self, row: int) -> str:
+        """The URL stored for an index key."""
+        return self._urls[int(self._offsets[row]) : int(self._offsets[row + 1])].decode(
+            "utf-8", "replace"
+        )
+
+    def query_and_add(
+        self, fingerprint: int, url: str, *, add: str = "if_new"
+    ) -> Duplicate | None:
+        """Return the nearest stored page within k bits; store this one per ``add``."""
+        if add not in ADD_MODES:
+            raise ValueError(f"add must be one of {ADD_MODES}, not {add!r}")
+        row = self._count
+        matches = self._index.query_and_add(fingerprint, row, add=add)
+        if add == "always" or (add == "if_new" and not matches):
+            self._store_url(url)
+            if self._log is not None:
+                try:
+                    self._log.append(fingerprint, row, url.encode("utf-8"))
+                except OSError as exc:
+                    raise BackendError(
+                        f"Cannot append to the simhash state file {self.persist_path}: {exc}"
+                    ) from exc
+        if not matches:
+            return None
+        best = matches[0]
+        return Duplicate(self.url(best.key), best.fingerprint, best.distance)
+
+    def _store_url(self, url: str) -> None:
+        data = url.encode("utf-8")
+        if self._count + 2 > len(self._offsets):
+            grown = np.zeros(2 * len(self._offsets), dtype=np.uint64)
+            grown[: self._count + 1] = self._offsets[: self._count + 1]
+            self._offsets = grown
+        self._urls += data
+        self._count += 1
+        self._offsets[self._count] = len(self._urls)
+
+    def close(self) -> None:
+        if self._log is not None:
+            log, self._log = self._log, None
+            try:
+                log.close()
+            except OSError as exc:
+                raise BackendError(
+                    f"Cannot close the simhash state file {self.persist_path}: {exc}"
+                ) from exc
+
+
+def load_backend(config: SimhashSettings) -> type:
+    """Map ``SIMHASH_BACKEND`` to a backend class."""
+    name = config.backend
+    if name == "memory":
+        return MemoryBackend
+    if name == "redis":
+        from scrapy_simhash.redis_index import RedisBackend
+
+        return RedisBackend
+    if isinstance(name, str):
+        from scrapy.utils.misc import load_object
+
+        return load_object(name)
+    return name

@@ -1,0 +1,105 @@
+-- scrapy-simhash: probe every permuted table for fingerprints within k of a
+-- query, and insert the query when asked to, in one atomic call.
+--
+-- KEYS[1]  metadata hash (fields: signature, size, ...)
+-- KEYS[2]  URL hash (decimal key -> URL)
+-- KEYS[3..] one hash per permuted table: bucket field -> packed entries
+-- ARGV[1]  fingerprint, 8 bytes big-endian
+-- ARGV[2]  k
+-- ARGV[3]  "if_new" | "always" | "never"
+-- ARGV[4]  URL stored with the new key ("" stores none)
+-- ARGV[5]  layout signature the caller was opened with
+-- ARGV[6..] bucket field of the query in each table, same order as KEYS[3..]
+--
+-- An entry is 12 bytes: fingerprint (8, big-endian) then key (4, big-endian).
+-- Lua numbers are doubles, so 64-bit values are handled as two 32-bit halves
+-- with the bit library, popcount by clearing the lowest set bit (stops at k+1).
+--
+-- Returns {status, new_key, nearest_url, matches}: status 0 ok, -1 metadata
+-- missing, -2 signature differs (then new_key holds the stored signature);
+-- matches is the concatenation of (entry, distance byte) of every distinct
+-- stored fingerprint within k, found before the insertion.
+
+local meta, urls = KEYS[1], KEYS[2]
+local query, k, mode, url, signature = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+
+local stored = redis.call('HGET', meta, 'signature')
+if not stored then
+  return {-1, '', '', ''}
+end
+if stored ~= signature then
+  return {-2, stored, '', ''}
+end
+
+local band, bxor = bit.band, bit.bxor
+local byte, sub = string.byte, string.sub
+local q1, q2, q3, q4, q5, q6, q7, q8 = byte(query, 1, 8)
+local qhi = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
+local qlo = ((q5 * 256 + q6) * 256 + q7) * 256 + q8
+
+local ntables = #KEYS - 2
+local blobs = {}
+local seen = {}
+local found = {}
+local best_d, best_key = k + 1, nil
+
+for t = 1, ntables do
+  local blob = redis.call('HGET', KEYS[t + 2], ARGV[t + 5])
+  blobs[t] = blob
+  if blob then
+    for i = 1, #blob, 12 do
+      local c1, c2, c3, c4 = byte(blob, i, i + 3)
+      local x = bxor(((c1 * 256 + c2) * 256 + c3) * 256 + c4, qhi)
+      local d = 0
+      while x ~= 0 and d <= k do
+        x = band(x, x - 1)
+        d = d + 1
+      end
+      if d <= k then
+        local c5, c6, c7, c8 = byte(blob, i + 4, i + 7)
+        x = bxor(((c5 * 256 + c6) * 256 + c7) * 256 + c8, qlo)
+        while x ~= 0 and d <= k do
+          x = band(x, x - 1)
+          d = d + 1
+        end
+        if d <= k then
+          local key = sub(blob, i + 8, i + 11)
+          if not seen[key] then
+            seen[key] = true
+            found[#found + 1] = sub(blob, i, i + 11) .. string.char(d)
+            if d < best_d or (d == best_d and key < best_key) then
+              best_d, best_key = d, key
+            end
+          end
+        end
+      end
+    end
+  end
+end
+
+local nearest_url = ''
+if best_key then
+  local k1, k2, k3, k4 = byte(best_key, 1, 4)
+  local id = ((k1 * 256 + k2) * 256 + k3) * 256 + k4
+  nearest_url = redis.call('HGET', urls, string.format('%d', id)) or ''
+end
+
+local new_key = 0
+if mode == 'always' or (mode == 'if_new' and #found == 0) then
+  new_key = redis.call('HINCRBY', meta, 'size', 1)
+  if new_key > 4294967295 then
+    redis.call('HINCRBY', meta, 'size', -1)
+    return redis.error_reply('simhash index full: keys are 32-bit')
+  end
+  local entry = query .. string.char(
+    math.floor(new_key / 16777216) % 256, math.floor(new_key / 65536) % 256,
+    math.floor(new_key / 256) % 256, new_key % 256)
+  for t = 1, ntables do
+    redis.call('HSET', KEYS[t + 2], ARGV[t + 5], (blobs[t] or '') .. entry)
+  end
+  if url ~= '' then
+    redis.call('HSET', urls, string.format('%d', new_key), url)
+  end
+end
+
+return {0, new_key, nearest_url, table.concat(found)}

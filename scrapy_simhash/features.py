@@ -1,0 +1,96 @@
+"""Spot signatures: tokens of the main text anchored on a few function words.
+
+SpotSigs (Theobald, Siddharth & Paepcke, SIGIR 2008): at each occurrence of an
+*antecedent* (an article, a form of be/have/do/will/can, a CJK particle...) the
+next :data:`CHAIN` tokens that are not antecedents form a feature. Templates
+(menus, ads, link lists) are telegraphic and anchor almost no spots; running
+prose anchors many. Weight = occurrence count; title and heading words give
+features of their own, with their own weight.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+
+from scrapy_simhash.extract import MainText
+
+#: Non-antecedent tokens chained after an antecedent.
+CHAIN = 2
+#: Weight of each title feature occurrence.
+TITLE_WEIGHT = 1.0
+#: Weight of each heading feature occurrence.
+HEADING_WEIGHT = 1.0
+
+_CJK = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0002fa1f\U00030000-\U0003134f"
+)
+_THAI_BASE = "\u0e01-\u0e30\u0e32\u0e33\u0e3f-\u0e46\u0e4f\u0e5a\u0e5b"
+_THAI_MARK = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"
+# A Han/Kana character; a Thai character with its combining marks; or a run of
+# other letters that touches no digit (tokens containing digits are dropped).
+_TOKEN = re.compile(
+    rf"[{_CJK}]"
+    rf"|[{_THAI_BASE}][{_THAI_MARK}]*"
+    rf"|(?<![^\W_{_CJK}\u0e00-\u0e7f])[^\W\d_{_CJK}\u0e00-\u0e7f]+(?![^\W_{_CJK}\u0e00-\u0e7f])"
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """NFKC, lower-case Unicode word tokens; Han, Kana and Thai as single
+    characters; tokens containing digits left out."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return _TOKEN.findall(text.lower())
+
+
+@lru_cache(maxsize=1)
+def antecedents() -> frozenset[str]:
+    """The curated antecedent words shipped in ``data/antecedents.txt``."""
+    source = resources.files("scrapy_simhash").joinpath("data/antecedents.txt")
+    words: set[str] = set()
+    for line in source.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        _, _, entries = line.partition(":")
+        for word in entries.split():
+            words.update(tokenize(word))
+    return frozenset(words)
+
+
+def spots(tokens: list[str], counts: dict[str, float], weight: float = 1.0) -> None:
+    """Add the spot signatures of ``tokens`` to ``counts``."""
+    ante = antecedents()
+    chain: list[str] = []  # the next CHAIN non-antecedent tokens, nearest first
+    for token in reversed(tokens):
+        if token in ante:
+            if chain:
+                key = token + " " + " ".join(chain)
+                counts[key] = counts.get(key, 0.0) + weight
+        else:
+            chain.insert(0, token)
+            if len(chain) > CHAIN:
+                chain.pop()
+
+
+def _word_features(texts: Iterable[str], prefix: str, counts: dict[str, float], weight: float):
+    for text in texts:
+        for token in tokenize(text):
+            key = prefix + token
+            counts[key] = counts.get(key, 0.0) + weight
+
+
+def main_text_features(main: MainText) -> dict[str, float]:
+    """Weighted features of a page's main text: spots of each block, plus the
+    words of the title and of the headings."""
+    counts: dict[str, float] = {}
+    for block in main.blocks:
+        spots(tokenize(block), counts)
+    _word_features((main.title,), "title:", counts, TITLE_WEIGHT)
+    _word_features(main.headings, "h:", counts, HEADING_WEIGHT)
+    return counts

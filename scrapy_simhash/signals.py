@@ -1,0 +1,12 @@
+"""Signals sent by scrapy-simhash.
+
+``simhash_duplicate`` is sent for every near-duplicate found (in every action
+mode, and before a ``drop`` raises), with the arguments ``response``,
+``duplicate_of`` (URL), ``distance``, ``fingerprint``,
+``duplicate_fingerprint``, ``action`` and ``spider``. It is sent from a
+synchronous hook with ``send_catch_log``: handlers must be synchronous (an
+``async def`` handler would not be awaited). Connect it with
+``crawler.signals.connect(handler, signal=scrapy_simhash.signals.simhash_duplicate)``.
+"""
+
+simhash_duplicate = object()

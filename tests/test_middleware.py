@@ -1,0 +1,159 @@
+"""SimhashMiddleware as a component, on hand-built responses (no network)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from lxml import etree
+from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse, TextResponse
+from scrapy.utils.asyncgen import as_async_generator, collect_asyncgen
+from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+
+from scrapy_simhash import NearDuplicate, SimhashMiddleware
+from scrapy_simhash.backend import BackendError, MemoryBackend
+from scrapy_simhash.fingerprint import fingerprint, hamming
+from tests.fixtures_http import article_html
+
+pytestmark = pytest.mark.scrapy
+
+
+def make_mw(**settings) -> SimhashMiddleware:
+    crawler = get_crawler(Spider, settings)
+    mw = build_from_crawler(SimhashMiddleware, crawler)
+    mw.spider_opened(Spider("test"))
+    return mw
+
+
+def html(url: str, seed: int, *, chrome: str = "", **request_kwargs) -> HtmlResponse:
+    request = Request(url, **request_kwargs)
+    body = article_html(seed, chrome=chrome).encode()
+    return HtmlResponse(url, body=body, encoding="utf-8", request=request)
+
+
+def stat(mw, key):
+    return mw.stats.get_value(key)
+
+
+def test_disabled_raises_not_configured():
+    crawler = get_crawler(Spider, {"SIMHASH_ENABLED": False})
+    with pytest.raises(NotConfigured):
+        build_from_crawler(SimhashMiddleware, crawler)
+
+
+def test_invalid_setting_raises_from_from_crawler():
+    crawler = get_crawler(Spider, {"SIMHASH_MAX_DISTANCE": 64})
+    with pytest.raises(ValueError, match="SIMHASH_MAX_DISTANCE"):
+        build_from_crawler(SimhashMiddleware, crawler)
+
+
+def test_drop_raises_near_duplicate_and_swallows_it(caplog):
+    caplog.set_level(logging.DEBUG)
+    mw = make_mw(SIMHASH_LOG_LEVEL="DEBUG")
+    first = html("https://example.com/a", 1)
+    assert mw.process_spider_input(first) is None
+    copy = html("https://example.com/b", 1, chrome="Other menu")
+    with pytest.raises(NearDuplicate) as info:
+        mw.process_spider_input(copy)
+    exc = info.value
+    assert isinstance(exc, IgnoreRequest)
+    assert exc.response is copy
+    assert exc.duplicate_of == "https://example.com/a"
+    assert exc.distance == hamming(exc.fingerprint, fingerprint(first.selector.root))
+    assert exc.distance <= 3
+    assert mw.process_spider_exception(copy, exc) == ()
+    assert mw.process_spider_exception(copy, ValueError("other")) is None
+    assert stat(mw, "simhash/response_count") == 2
+    assert stat(mw, f"simhash/duplicate_distance_count/{exc.distance}") == 1
+    [record] = [r for r in caplog.records if r.name == "scrapy_simhash.dropped"]
+    assert record.levelno == logging.DEBUG
+    assert record.simhash["fingerprint"] == f"{exc.fingerprint:016x}"
+
+
+def test_distinct_pages_are_kept():
+    mw = make_mw()
+    for seed in range(20):
+        mw.process_spider_input(html(f"https://example.com/{seed}", seed))
+    assert stat(mw, "simhash/duplicate_count") is None
+    assert len(mw.backend) == 20
+
+
+def test_tree_is_not_mutated():
+    mw = make_mw()
+    response = html("https://example.com/a", 3)
+    before = etree.tostring(response.selector.root)
+    mw.process_spider_input(response)
+    assert etree.tostring(response.selector.root) == before
+
+
+def test_skips():
+    mw = make_mw()
+    url = "https://example.com/t"
+    text = TextResponse(url, body=b"x " * 100, request=Request(url))
+    mw.process_spider_input(text)
+    mw.process_spider_input(html("https://example.com/m", 1, meta={"simhash_enabled": False}))
+    thin = HtmlResponse(url, body=b"<p>Hello</p>", request=Request(url))
+    mw.process_spider_input(thin)
+    assert stat(mw, "simhash/skipped_count/non_html") == 1
+    assert stat(mw, "simhash/skipped_count/disabled_meta") == 1
+    assert stat(mw, "simhash/skipped_count/too_few_features") == 1
+    assert len(mw.backend) == 0
+
+
+def test_dont_filter_kept_and_indexed():
+    mw = make_mw()
+    mw.process_spider_input(html("https://example.com/a", 1, dont_filter=True))
+    mw.process_spider_input(html("https://example.com/b", 1, dont_filter=True))
+    assert stat(mw, "simhash/kept_dont_filter_count") == 1
+    assert len(mw.backend) == 1
+    with pytest.raises(NearDuplicate):
+        mw.process_spider_input(html("https://example.com/c", 1))
+
+
+@deferred_f_from_coro_f
+async def test_drop_outlinks_filters_requests_of_flagged_responses_only():
+    mw = make_mw(SIMHASH_ACTION="drop_outlinks")
+    original = html("https://example.com/a", 1)
+    copy = html("https://example.com/b", 1)
+    mw.process_spider_input(original)
+    mw.process_spider_input(copy)  # flagged, not raised
+    output = [{"item": 1}, Request("https://example.com/x"), Request("https://example.com/y")]
+    kept = await collect_asyncgen(mw.process_spider_output(copy, as_async_generator(output)))
+    assert kept == [{"item": 1}]
+    passed = await collect_asyncgen(mw.process_spider_output(original, as_async_generator(output)))
+    assert passed == output
+    assert stat(mw, "simhash/outlinks_dropped_count") == 2
+
+
+def test_log_action_keeps_everything():
+    mw = make_mw(SIMHASH_ACTION="log")
+    mw.process_spider_input(html("https://example.com/a", 1))
+    mw.process_spider_input(html("https://example.com/b", 1))
+    assert stat(mw, "simhash/duplicate_count") == 1
+
+
+class BrokenBackend(MemoryBackend):
+    def query_and_add(self, fingerprint, url, *, add="if_new"):
+        raise BackendError("timeout") from TimeoutError("timeout")
+
+
+def test_backend_error_keeps_page_and_warns_once(caplog):
+    mw = make_mw(SIMHASH_BACKEND=f"{__name__}.BrokenBackend")
+    for i in range(3):
+        assert mw.process_spider_input(html(f"https://example.com/{i}", 1)) is None
+    assert stat(mw, "simhash/backend_error_count") == 3
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "timeout" in warnings[0].getMessage()
+
+
+def test_close_sets_stats():
+    mw = make_mw()
+    mw.process_spider_input(html("https://example.com/a", 1))
+    mw.spider_closed(Spider("test"))
+    assert stat(mw, "simhash/index_size") == 1
+    assert stat(mw, "simhash/initial_index_size") == 0
+    assert stat(mw, "simhash/cpu_seconds") > 0

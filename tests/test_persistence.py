@@ -1,0 +1,141 @@
+"""The memory backend's persisted state: JOBDIR resume, reset, damaged files."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from scrapy_simhash.backend import BackendError, Duplicate, MemoryBackend
+from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
+from scrapy_simhash.store import RecordLog
+from tests.fixtures_http import article_html, crawl
+from tests.test_crawl import MW, SiteSpider
+
+pytestmark = pytest.mark.scrapy
+
+
+def serve_two_runs(site):
+    """Run 1 starts at /one (links /a), run 2 at /two (links /b, a copy of /a)."""
+    site.serve(
+        {
+            "/one": article_html(1, links=("/a",)),
+            "/two": article_html(7, links=("/b", "/c")),
+            "/a": article_html(2),
+            "/b": article_html(2, chrome="Other navigation"),
+            "/c": article_html(3),
+        }
+    )
+
+
+@deferred_f_from_coro_f
+async def test_jobdir_resume_drops_a_page_seen_in_the_first_run(site, tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    serve_two_runs(site)
+    settings = {**MW, "JOBDIR": str(tmp_path / "job")}
+    first = await crawl(SiteSpider, settings, base=site.base, start_path="/one")
+    assert sorted(first.spider.parsed) == ["/a", "/one"]
+    state = tmp_path / "job" / "simhash.seen"
+    assert state.is_file()
+
+    second = await crawl(SiteSpider, settings, base=site.base, start_path="/two")
+    assert sorted(second.spider.parsed) == ["/c", "/two"]
+    stats = second.stats
+    assert stats.get_value("simhash/initial_index_size") == 2
+    assert stats.get_value("simhash/index_size") == 4
+    assert stats.get_value("simhash/duplicate_count") == 1
+    assert f"Dropped near-duplicate <200 {site.url('/b')}> (distance 0 to <{site.url('/a')}>)" in [
+        r.getMessage() for r in caplog.records if r.name == "scrapy_simhash.dropped"
+    ]
+    assert any(
+        r.getMessage().startswith(f"Loaded 2 fingerprints from {state}")
+        for r in caplog.records
+        if r.name == "scrapy_simhash.backend"
+    )
+
+
+@deferred_f_from_coro_f
+async def test_reset_starts_empty(site, tmp_path):
+    serve_two_runs(site)
+    path = tmp_path / "index.seen"
+    settings = {**MW, "SIMHASH_PERSIST_PATH": str(path)}
+    await crawl(SiteSpider, settings, base=site.base, start_path="/one")
+    second = await crawl(
+        SiteSpider, {**settings, "SIMHASH_RESET": True}, base=site.base, start_path="/two"
+    )
+    assert "/b" in second.spider.parsed
+    assert second.stats.get_value("simhash/initial_index_size") == 0
+    assert len(RecordLog.read(path).fingerprints) == 3  # /two, /b, /c
+
+
+@deferred_f_from_coro_f
+async def test_truncated_state_file_loses_only_the_last_record(site, tmp_path, caplog):
+    serve_two_runs(site)
+    path = tmp_path / "index.seen"
+    settings = {**MW, "SIMHASH_PERSIST_PATH": str(path)}
+    await crawl(SiteSpider, settings, base=site.base, start_path="/one")
+    size = path.stat().st_size
+    os.truncate(path, size - 5)  # a crash in the middle of writing /a's record
+    second = await crawl(SiteSpider, settings, base=site.base, start_path="/two")
+    assert second.stats.get_value("simhash/initial_index_size") == 1
+    assert "/b" in second.spider.parsed  # /a was lost with the truncated record
+    assert any("truncated" in r.getMessage() for r in caplog.records)
+    contents = RecordLog.read(path)
+    assert not contents.truncated
+    assert [p.decode() for p in contents.payloads] == [
+        site.url(p) for p in ("/one", "/two", "/b", "/c")
+    ]
+
+
+def test_memory_backend_round_trip(tmp_path):
+    path = str(tmp_path / "state" / "index.seen")
+    backend = MemoryBackend(k=4, persist_path=path)
+    assert backend.open("spider") == 0
+    a, b, c = 0x0123_4567_89AB_CDEF, 0x0123_4567_89AB_CDE0, 0xFEDC_BA98_7654_3210
+    assert backend.query_and_add(a, "https://example.com/a") is None
+    assert backend.query_and_add(c, "https://example.com/é") is None
+    assert backend.query_and_add(b, "https://example.com/b") == Duplicate(
+        "https://example.com/a", a, 4
+    )
+    backend.close()
+
+    again = MemoryBackend(k=4, persist_path=path)
+    assert again.open("spider") == 2
+    assert again.query_and_add(c ^ 1, "https://example.com/c2") == Duplicate(
+        "https://example.com/é", c, 1
+    )
+    again.close()
+
+
+def test_foreign_version_is_refused(tmp_path):
+    path = tmp_path / "old.seen"
+    header = {"format": "scrapy-simhash-seen", "fingerprint_version": FINGERPRINT_VERSION + 1}
+    log = RecordLog.open(path, header)
+    log.append(1, 0, b"https://example.com/")
+    log.close()
+    backend = MemoryBackend(persist_path=str(path))
+    with pytest.raises(BackendError, match=r"version .*SIMHASH_RESET"):
+        backend.open("spider")
+    assert MemoryBackend(persist_path=str(path), reset=True).open("spider") == 0
+
+
+def test_corrupt_state_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "bad.seen"
+    path.write_bytes(b"this is not a record log at all")
+    with pytest.raises(BackendError, match=r"bad\.seen.*SIMHASH_RESET"):
+        MemoryBackend(persist_path=str(path)).open("spider")
+    assert path.read_bytes() == b"this is not a record log at all"  # nothing lost
+
+
+@deferred_f_from_coro_f
+async def test_corrupt_state_file_stops_the_crawl(site, tmp_path):
+    serve_two_runs(site)
+    path = tmp_path / "bad.seen"
+    path.write_bytes(b"garbage")
+    crawler = await crawl(
+        SiteSpider, {**MW, "SIMHASH_PERSIST_PATH": str(path)}, base=site.base, start_path="/one"
+    )
+    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
+    assert path.read_bytes() == b"garbage"

@@ -1,0 +1,336 @@
+"""The Redis index against a real redis-server: parity, atomicity, metadata, failures."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from scrapy_simhash.backend import BackendError, Duplicate
+from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
+from scrapy_simhash.index import Match
+from scrapy_simhash.layout import TableLayout
+from scrapy_simhash.redis_index import (
+    FAILURE_HOLDOFF,
+    RedisBackend,
+    RedisSimhashIndex,
+    import_redis,
+)
+from scrapy_simhash.settings import SimhashSettings
+
+pytestmark = pytest.mark.redis
+
+MASK = (1 << 64) - 1
+
+
+def brute_force(stored: list[tuple[int, int]], fp: int, k: int) -> list[Match]:
+    """Every (key, fingerprint) within k of fp, sorted like the index sorts."""
+    out = [Match(key, s, (s ^ fp).bit_count()) for key, s in stored]
+    return sorted((m for m in out if m.distance <= k), key=lambda m: (m.distance, m.key))
+
+
+def flip(fp: int, rng: np.random.Generator, bits: int) -> int:
+    for pos in rng.choice(64, size=bits, replace=False).tolist():
+        fp ^= 1 << pos
+    return fp
+
+
+def planted_stream(seed: int, n: int, k: int) -> list[int]:
+    """Random fingerprints, each followed by neighbours at distances 0..k+1 of
+    an earlier one (flips in both 32-bit halves, top bit included)."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**63, size=n, dtype=np.uint64).tolist()
+    base = [b | (1 << 63) if i % 3 == 0 else b for i, b in enumerate(base)]
+    out: list[int] = [0, MASK]
+    for fp in base:
+        out.append(fp)
+        earlier = out[int(rng.integers(len(out)))]
+        out.append(flip(earlier, rng, int(rng.integers(0, k + 2))))
+    return out
+
+
+def make_index(client, layout, prefix="test:simhash", expected_size=1 << 20, reset=False):
+    index = RedisSimhashIndex(client, prefix, layout, expected_size=expected_size)
+    index.open(reset=reset)
+    return index
+
+
+@pytest.mark.parametrize(
+    ("k", "spec", "expected_size"),
+    [
+        (3, "16,16,16,16", 1 << 20),  # buckets of 15 of the 16 leading bits
+        (3, "16,16,16,16", 64),  # coarse buckets: 1 bit, scans nearly everything
+        (2, "11,11,11,11,10,10", 1 << 30),  # buckets of the full p bits
+        (3, "16,16,16,16/12,12,12,12", 1 << 20),  # two-level, 16 tables
+        (0, "32,32", 1 << 20),
+    ],
+)
+def test_parity_with_brute_force(redis_client, k, spec, expected_size):
+    layout = TableLayout.parse(spec, k)
+    index = make_index(redis_client, layout, expected_size=expected_size)
+    stored: list[tuple[int, int]] = []
+    rng = np.random.default_rng(k)
+    modes = ("if_new", "if_new", "always", "never")
+    for fp in planted_stream(seed=k + len(spec), n=150, k=k):
+        add = modes[int(rng.integers(len(modes)))]
+        expected = brute_force(stored, fp, k)
+        matches, url, new_key = index.query_and_add(fp, f"https://e.com/{fp:x}", add=add)
+        assert matches == expected, (fp, add)
+        if matches:
+            assert url == f"https://e.com/{matches[0].fingerprint:x}"
+        else:
+            assert url is None
+        if add == "always" or (add == "if_new" and not expected):
+            assert new_key == len(stored) + 1
+            stored.append((new_key, fp))
+        else:
+            assert new_key == 0
+    assert len(index) == len(stored)
+    assert any(len(brute_force(stored, fp, k)) > 1 for _, fp in stored)
+
+
+def test_parity_with_simhash_index(redis_client):
+    """The same stream gives the in-process index and the Redis index the same answers."""
+    from scrapy_simhash.index import SimhashIndex
+
+    k = 3
+    layout = TableLayout.plan(k, 10_000)
+    index = make_index(redis_client, layout, expected_size=10_000)
+    local = SimhashIndex(k=k, layout=layout, expected_size=10_000)
+    next_key = 1
+    for fp in planted_stream(seed=7, n=300, k=k):
+        ours, _, new_key = index.query_and_add(fp, "u")
+        theirs = local.query_and_add(fp, next_key)
+        assert ours == theirs
+        if new_key:
+            assert new_key == next_key
+            next_key += 1
+
+
+def test_bulk_load_then_query(redis_client):
+    rng = np.random.default_rng(3)
+    layout = TableLayout.parse("16,16,16,16", 3)
+    index = make_index(redis_client, layout, expected_size=4096)
+    fps = rng.integers(0, 2**64, size=3000, dtype=np.uint64, endpoint=False)
+    keys = index.add_many(fps, [f"u{i}" for i in range(len(fps))])
+    assert keys.tolist() == list(range(1, 3001))
+    stored = list(zip(keys.tolist(), fps.tolist()))
+    for i in range(0, 3000, 97):
+        probe = flip(int(fps[i]), rng, 3)
+        matches = index.query(probe)
+        assert matches == brute_force(stored, probe, 3)
+        assert Match(i + 1, int(fps[i]), 3) in matches
+        assert index.url(i + 1) == f"u{i}"
+    assert len(index) == 3000
+
+
+def test_redis_memory_stays_compact(redis_client):
+    """Entries are packed: 12 bytes per table, not a Redis object per entry."""
+    layout = TableLayout.parse("16,16,16,16", 3)
+    index = make_index(redis_client, layout, expected_size=20_000)
+    before = redis_client.info("memory")["used_memory"]
+    fps = np.random.default_rng(5).integers(0, 2**63, size=20_000, dtype=np.uint64)
+    index.add_many(fps)
+    per_fp = (redis_client.info("memory")["used_memory"] - before) / len(fps)
+    assert 4 * 12 <= per_fp < 4 * 12 * 1.6, per_fp
+
+
+def test_rejects_bad_input(redis_client):
+    index = make_index(redis_client, TableLayout.parse("16,16,16,16", 3))
+    with pytest.raises(ValueError, match="64-bit"):
+        index.query_and_add(1 << 64, "u")
+    with pytest.raises(ValueError, match="64-bit"):
+        index.query_and_add(-1, "u")
+    with pytest.raises(ValueError, match="add must be one of"):
+        index.query_and_add(1, "u", add="sometimes")
+    assert len(index) == 0
+
+
+# -- metadata: join, refuse, reset ---------------------------------------------
+
+
+def test_second_process_joins_and_adopts_bucket_width(redis_client):
+    layout = TableLayout.parse("16,16,16,16", 3)
+    first = make_index(redis_client, layout, expected_size=1000)
+    first.query_and_add(0x1234, "https://a/")
+    second = make_index(redis_client, layout, expected_size=10**8)
+    assert second.bucket_bits == first.bucket_bits
+    matches, url, _ = second.query_and_add(0x1235, "https://b/")
+    assert matches == [Match(1, 0x1234, 1)] and url == "https://a/"
+
+
+@pytest.mark.parametrize(
+    ("other", "word"),
+    [
+        (dict(k=2, spec="16,16,16,16"), "k=3"),
+        (dict(k=3, spec="13,13,13,13,12"), "layout="),
+        (dict(k=3, spec="16,16,16,16", version=-5), f"fingerprint_version={FINGERPRINT_VERSION}"),
+    ],
+)
+def test_mismatched_index_is_refused(redis_client, other, word):
+    make_index(redis_client, TableLayout.parse("16,16,16,16", 3))
+    layout = TableLayout.parse(other["spec"], other["k"])
+    index = RedisSimhashIndex(
+        redis_client, "test:simhash", layout, fingerprint_version=other.get("version", FINGERPRINT_VERSION)
+    )
+    with pytest.raises(ValueError, match="was built with " + word) as info:
+        index.open()
+    assert "SIMHASH_RESET" in str(info.value)
+
+
+def test_reset_clears_and_close_keeps(redis_url, redis_client):
+    backend = backend_for(redis_url)
+    backend.open("spider")
+    assert backend.query_and_add(0xFF, "https://a/") is None
+    backend.close()
+    assert redis_client.exists("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls") == 3
+    again = backend_for(redis_url)
+    assert again.open("spider") == 1
+    assert again.query_and_add(0xFE, "https://b/") == Duplicate("https://a/", 0xFF, 1)
+    again.close()
+    # a different k is refused, unless reset, which clears first
+    with pytest.raises(BackendError, match="k=3"):
+        backend_for(redis_url, max_distance=2).open("spider")
+    fresh = backend_for(redis_url, max_distance=2, reset=True)
+    assert fresh.open("spider") == 0
+    assert fresh.query_and_add(0xFE, "https://c/") is None
+    assert len(fresh) == 1
+    fresh.close()
+    assert len(fresh) == 1
+
+
+def test_replaced_index_is_noticed_mid_crawl(redis_url, redis_client):
+    backend = backend_for(redis_url)
+    backend.open("spider")
+    backend_for(redis_url, max_distance=2, reset=True).open("spider")
+    with pytest.raises(BackendError, match="replaced"):
+        backend.query_and_add(1, "https://a/")
+
+
+# -- concurrency ------------------------------------------------------------------
+
+
+def _pairs(n: int, seed: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """n pairs of fingerprints within 3 bits (0 included), as (pair, fp) items."""
+    rng = np.random.default_rng(seed)
+    left = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False).tolist()
+    right = [flip(fp, rng, int(rng.integers(0, 4))) for fp in left]
+    return list(enumerate(left)), list(enumerate(right))
+
+
+def _insert_all(url: str, items: list[tuple[int, int]], start, results) -> None:
+    redis = import_redis()
+    client = redis.Redis.from_url(url)
+    index = make_index(client, TableLayout.parse("16,16,16,16", 3), expected_size=256)
+    start.wait()
+    for pair, fp in items:
+        _, _, key = index.query_and_add(fp, str(pair))
+        results.put((pair, key))
+    client.close()
+
+
+def _check_pairs(n: int, results: list[tuple[int, int]]) -> None:
+    assert len(results) == 2 * n
+    kept = [0] * n
+    for pair, key in results:
+        kept[pair] += key > 0
+    assert kept == [1] * n
+
+
+def test_concurrent_threads_keep_each_pair_once(redis_url):
+    import queue
+
+    left, right = _pairs(400, seed=11)
+    out: queue.Queue = queue.Queue()
+    start = threading.Barrier(4)
+    shuffled = [right[i] for i in np.random.default_rng(0).permutation(200).tolist()]
+    work = [left[200:], left[:200], right[200:][::-1], shuffled]
+    threads = [threading.Thread(target=_insert_all, args=(redis_url, w, start, out)) for w in work]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    _check_pairs(400, [out.get_nowait() for _ in range(out.qsize())])
+
+
+def test_concurrent_processes_keep_each_pair_once(redis_url):
+    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    left, right = _pairs(600, seed=12)
+    start = ctx.Barrier(2)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_insert_all, args=(redis_url, left, start, out)),
+        ctx.Process(target=_insert_all, args=(redis_url, right, start, out)),
+    ]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=60) for _ in range(1200)]
+    for proc in procs:
+        proc.join(30)
+        assert proc.exitcode == 0
+    _check_pairs(600, results)
+
+
+# -- the backend: connection and failures -------------------------------------------------
+
+
+def backend_for(url: str, **overrides) -> RedisBackend:
+    config = SimhashSettings(backend="redis", redis_url=url, **overrides)
+    return RedisBackend.from_config(config)
+
+
+def test_unreachable_at_startup_names_the_url():
+    from tests.fixtures_redis import _free_port
+
+    url = f"redis://:secret@127.0.0.1:{_free_port()}/0"
+    config = SimhashSettings(backend="redis", redis_url=url, redis_params={"retry": None})
+    with pytest.raises(BackendError, match=r"Cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1"):
+        RedisBackend.from_config(config)
+
+
+def test_redis_stopped_and_restarted(redis_server_factory, caplog):
+    server = redis_server_factory()
+    backend = backend_for(server.url, redis_params={"socket_timeout": 2})
+    backend.open("spider")
+    assert backend.query_and_add(0xABC, "https://a/") is None
+    server.stop()
+    with pytest.raises(BackendError, match="Redis at redis://127.0.0.1"):
+        backend.query_and_add(0xABD, "https://b/")
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="failed .* ago"):  # fails fast, no retries
+        backend.query_and_add(0xABD, "https://b/")
+    assert time.monotonic() - started < 0.5
+    server.start()  # empty again: no persistence
+    backend._failed_at -= FAILURE_HOLDOFF
+    with caplog.at_level("WARNING", logger="scrapy_simhash.redis_index"):
+        assert backend.query_and_add(0xABD, "https://b/") is None
+    assert "vanished" in caplog.text
+    assert backend.query_and_add(0xABC, "https://c/") == Duplicate("https://b/", 0xABD, 1)
+    backend.close()
+
+
+def test_backend_duplicate_names_the_nearest(redis_url):
+    backend = backend_for(redis_url)
+    backend.open("spider")
+    assert backend.query_and_add(0b1111, "https://a/") is None
+    assert backend.query_and_add(0b1111 << 20, "https://b/") is None
+    assert backend.query_and_add(0b0111 | (0b1111 << 40), "https://c/", add="never") is None
+    assert backend.query_and_add(0b0111, "https://d/", add="never") == Duplicate(
+        "https://a/", 0b1111, 1
+    )
+    assert backend.query_and_add(0b0011, "https://e/", add="always") == Duplicate(
+        "https://a/", 0b1111, 2
+    )
+    assert backend.query_and_add(0b0001, "https://f/") == Duplicate("https://e/", 0b0011, 1)
+    assert len(backend) == 3
+    backend.close()
+
+
+def test_missing_redis_package_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "redis", None)
+    with pytest.raises(ImportError, match=r"scrapy-simhash\[redis\]"):
+        import_redis()
