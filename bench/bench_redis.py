@@ -39,6 +39,10 @@ from tests.fixtures_redis import REDIS_SERVER, RedisServer  # noqa: E402
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
 
 
+def random_fingerprints(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+
 def used_memory(client) -> int:
     return int(client.info("memory")["used_memory"])
 
@@ -50,7 +54,7 @@ def load_index(client, size: int, layout: TableLayout, bucket_bits: int | None, 
         client, "bench:simhash", layout, expected_size=size, bucket_bits=bucket_bits
     )
     index.open()
-    fps = np.random.default_rng(seed).integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
+    fps = random_fingerprints(size, seed)
     before = used_memory(client)
     index.add_many(fps)
     tables = used_memory(client) - before
@@ -58,7 +62,8 @@ def load_index(client, size: int, layout: TableLayout, bucket_bits: int | None, 
     urls = [URL.format(i) for i in range(size)]
     pipe = client.pipeline(transaction=False)
     for start in range(0, size, 20000):
-        pipe.hset(index.urls_key, mapping={str(i + 1): urls[i] for i in range(start, min(start + 20000, size))})
+        chunk = range(start, min(start + 20000, size))
+        pipe.hset(index.urls_key, mapping={str(i + 1): urls[i] for i in chunk})
     pipe.execute()
     url_bytes = used_memory(client) - before
     return index, tables / size, url_bytes / size
@@ -85,8 +90,7 @@ def _worker(kind: str, url: str, layout_spec: str, ops: int, seed: int, start, o
     if kind == "simhash":
         index = RedisSimhashIndex(client, "bench:simhash", TableLayout.parse(layout_spec, 3))
         index.open()
-        fps = np.random.default_rng(seed).integers(0, 2**64, size=ops, dtype=np.uint64, endpoint=False)
-        items = fps.tolist()
+        items = random_fingerprints(ops, seed).tolist()
         call = lambda fp: index.query_and_add(fp, "https://www.example.com/x")  # noqa: E731
     elif kind == "sadd":
         items = [hashlib.sha1(b"%d-%d" % (seed, i)).hexdigest() for i in range(ops)]
@@ -143,7 +147,8 @@ def main() -> None:
             version = client.info("server")["redis_version"]
             layout = TableLayout.plan(3, args.size)
             print(f"redis-server {version}, redis-py {redis.__version__}, k=3, "
-                  f"layout {layout.spec} ({len(layout.tables)} tables), {args.size:,} fingerprints")
+                  f"layout {layout.spec} ({len(layout.tables)} tables), "
+                  f"{args.size:,} fingerprints")
             print(f"in-process arrays (TableLayout.memory_bytes): "
                   f"{layout.memory_bytes(args.size) / args.size:.0f} B per fingerprint, no URLs")
             print()
@@ -185,10 +190,13 @@ def main() -> None:
             commands = {"simhash": "evalsha", "sadd": "sadd", "ping": "ping"}
             for label, kind in rows:
                 client.config_resetstat()
-                r1 = statistics.median(rate(kind, server.url, layout.spec, args.ops, 1, 200 + i)
-                                       for i in range(args.repeats))
-                r2 = statistics.median(rate(kind, server.url, layout.spec, args.ops, 2, 300 + 2 * i)
-                                       for i in range(args.repeats))
+                r1, r2 = (
+                    statistics.median(
+                        rate(kind, server.url, layout.spec, args.ops, procs, 100 * procs + 2 * i)
+                        for i in range(args.repeats)
+                    )
+                    for procs in (1, 2)
+                )
                 rates[kind] = (r1, r2)
                 usec = server_usec(client, commands[kind])
                 print(f"{label:<44} {r1:>10,.0f} {r2:>12,.0f} {usec:>15.1f}")

@@ -26,6 +26,7 @@ import lxml.html
 from lxml import etree
 
 __all__ = [
+    "DEFAULT_TEASERS",
     "PERTURBATIONS",
     "change_timestamps",
     "count_timestamps",
@@ -80,7 +81,11 @@ def page_seed(*parts: object) -> int:
 
 
 def _tokens(el: etree._Element) -> set[str]:
-    values = f"{el.get('class', '')} {el.get('id', '')}".lower()
+    """The element's class and id tokens (split on whitespace, ``-`` and ``_``)."""
+    cls, ident = el.get("class"), el.get("id")
+    if not cls and not ident:
+        return set()
+    values = f"{cls or ''} {ident or ''}".lower()
     return {t for t in _TOKEN_SPLIT.split(values) if t}
 
 
@@ -92,7 +97,7 @@ def _elements(root: etree._Element) -> Iterator[etree._Element]:
 
 
 def _text_len(el: etree._Element) -> int:
-    return len(_WS.sub("", el.text_content())) if isinstance(el.tag, str) else 0
+    return len("".join(el.text_content().split())) if isinstance(el.tag, str) else 0
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -106,32 +111,29 @@ def _set_text(node: etree._Element, attr: str, text: str) -> None:
 def _norm(text: str) -> str:
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
-    return _WS.sub(" ", text).strip().lower()
+    return " ".join(text.split()).lower()
 
 
 def _is_ancestor(a: etree._Element, b: etree._Element) -> bool:
     """True if ``a`` is ``b`` or one of its ancestors."""
-    return any(x is a for x in b.iterancestors()) or a is b
+    return a is b or any(x is a for x in b.iterancestors())
 
 
 def _text_slots(el: etree._Element) -> list[tuple[etree._Element, str]]:
-    """(element, "text"|"tail") slots holding the visible text below ``el``."""
-    slots = []
-    for node in el.iter():
-        if not isinstance(node.tag, str):
-            if node is not el and node.tail:
-                slots.append((node, "tail"))
-            continue
-        if node.tag in _SKIP_TEXT:
-            if node is not el and node.tail:
-                slots.append((node, "tail"))
-            continue
-        if any(a.tag in _SKIP_TEXT for a in node.iterancestors() if isinstance(a.tag, str)):
-            continue
+    """(element, "text"|"tail") slots holding the visible text below ``el``, in no set order."""
+    slots: list[tuple[etree._Element, str]] = []
+    if not isinstance(el.tag, str) or el.tag in _SKIP_TEXT:
+        return slots
+    stack = [el]
+    while stack:  # an explicit stack: real pages nest deeper than Python recursion likes
+        node = stack.pop()
         if node.text:
             slots.append((node, "text"))
-        if node is not el and node.tail:
-            slots.append((node, "tail"))
+        for child in node:
+            if isinstance(child.tag, str) and child.tag not in _SKIP_TEXT:
+                stack.append(child)
+            if child.tail:
+                slots.append((child, "tail"))
     return slots
 
 
@@ -140,16 +142,22 @@ _BLOCK = frozenset(
 )
 
 
-def find_main(root: lxml.html.HtmlElement, segments: Sequence[str] = ()) -> lxml.html.HtmlElement | None:
+def find_main(
+    root: lxml.html.HtmlElement, segments: Sequence[str] = (), boilerplate: Sequence[str] = ()
+) -> lxml.html.HtmlElement | None:
     """The page's main content container.
 
-    With annotated ``segments`` (main-text snippets), the deepest block element
-    holding most of them; without, the block that directly holds the most
+    With annotated ``segments`` (main-text snippets): the deepest block element
+    holding most of them, widened to its ancestors as long as that takes in no
+    more annotated ``boilerplate`` snippets and no more ``nav``/``aside``
+    elements (the deepest block often leaves out the headline or a lead
+    paragraph).  Without segments: the block that directly holds the most
     paragraph text.  ``None`` when no segment is found on the page.
     """
     body = body_of(root)
     if segments:
         wanted = [s for s in (_norm(x) for x in segments) if s]
+        unwanted = [s for s in (_norm(x) for x in boilerplate) if s]
         best, best_count, best_len = None, 0, 0
         stack = [body]
         while stack:  # top-down: a subtree holding no segment is never searched
@@ -161,7 +169,19 @@ def find_main(root: lxml.html.HtmlElement, segments: Sequence[str] = ()) -> lxml
             if el.tag in _BLOCK and (count > best_count or (count == best_count and len(text) < best_len)):
                 best, best_count, best_len = el, count, len(text)
             stack.extend(child for child in el if isinstance(child.tag, str) and child.tag not in _SKIP_TEXT)
-        return best
+        if best is None:
+            return None
+
+        def outside(el: etree._Element) -> tuple[int, int]:
+            text = _norm(el.text_content())
+            return sum(s in text for s in unwanted), sum(1 for _ in el.iter("nav", "aside"))
+
+        limit = outside(best)
+        while True:
+            parent = best.getparent()
+            if parent is None or parent is body or parent.tag in ("body", "html") or outside(parent) != limit:
+                return best
+            best = parent
     scores: dict[etree._Element, int] = {}
     for p in body.iter("p", "pre", "blockquote"):
         parent = p.getparent()
@@ -172,9 +192,11 @@ def find_main(root: lxml.html.HtmlElement, segments: Sequence[str] = ()) -> lxml
     return max(scores, key=lambda e: scores[e])
 
 
-def main_path(root: lxml.html.HtmlElement, segments: Sequence[str] = ()) -> str | None:
+def main_path(
+    root: lxml.html.HtmlElement, segments: Sequence[str] = (), boilerplate: Sequence[str] = ()
+) -> str | None:
     """The XPath of :func:`find_main`'s element, valid in any parse of the same HTML."""
-    main = find_main(root, segments)
+    main = find_main(root, segments, boilerplate)
     return None if main is None else root.getroottree().getpath(main)
 
 
@@ -285,17 +307,29 @@ _COUNTER = re.compile(
 )
 
 
+def _plausible(digits: str, rng: random.Random) -> str:
+    """Another number of the same width in the same plausible range (year, day, minute, count)."""
+    value, width = int(digits), len(digits)
+    if width == 4 and digits[:2] in ("19", "20"):
+        low, high = 2010, 2025  # a year
+    elif width <= 2 and value <= 12:
+        low, high = 1, 12  # a month, an hour
+    elif width <= 2 and value <= 31:
+        low, high = 1, 28  # a day
+    elif width <= 2:
+        low, high = 0, 59  # minutes, seconds
+    else:
+        low, high = 10 ** (width - 1), 10**width - 1  # a counter
+    for _ in range(8):
+        new = str(rng.randint(low, high)).zfill(width)
+        if new != digits:
+            return new
+    return new
+
+
 def _shift_digits(match: re.Match, rng: random.Random) -> str:
-    """The same text with every digit run replaced by another one of the same width."""
-
-    def repl(m: re.Match) -> str:
-        width = len(m.group())
-        new = m.group()
-        while new == m.group():
-            new = str(rng.randrange(10**width)).zfill(width) if width > 1 else str(rng.randrange(1, 10))
-        return new
-
-    return re.sub(r"\d+", repl, match.group())
+    """The same text with every digit run replaced by another plausible one of the same width."""
+    return re.sub(r"\d+", lambda m: _plausible(m.group(), rng), match.group())
 
 
 def _change_month(text: str, rng: random.Random) -> str:
@@ -414,12 +448,17 @@ def nav_menus(root: lxml.html.HtmlElement) -> list[etree._Element]:
     lists: list[etree._Element] = []
     seen: set[etree._Element] = set()
     for target in targets:
+        has_list = False
         for ul in target.iter("ul", "ol"):
+            if ul in seen:
+                has_list = True
+                continue
             items = [li for li in ul if li.tag == "li" and li.find(".//a") is not None]
-            if len(items) >= 3 and ul not in seen:
+            if len(items) >= 3:
                 seen.add(ul)
                 lists.append(ul)
-        if not any(_is_ancestor(target, ul) for ul in lists):
+                has_list = True
+        if not has_list:
             links = [a for a in target if a.tag == "a"]
             if len(links) >= 3 and target not in seen:
                 seen.add(target)
@@ -475,7 +514,7 @@ def rotate_navigation(root: lxml.html.HtmlElement, rng: random.Random, main: etr
 _SIDEBAR_ROLES = frozenset({"complementary"})
 _SIDEBAR_TOKENS = frozenset({"sidebar", "side", "aside", "widget-area", "widgets", "secondary", "rail", "sidebar-right", "sidebar-left", "marginal", "seitenleiste"})
 _TEASER_HEADINGS = ("Most read", "Related", "Meistgelesen", "Trending now", "Lire aussi", "More stories", "Top-Themen")
-_DEFAULT_TEASERS = (
+DEFAULT_TEASERS = (
     "How the city plans to rebuild its old harbour district",
     "Ten questions you should ask before you buy a used car",
     "Why the new rules for landlords are causing so much confusion",
@@ -488,13 +527,14 @@ _DEFAULT_TEASERS = (
 
 
 def sidebars(root: lxml.html.HtmlElement, main: etree._Element | None) -> list[etree._Element]:
+    """Sidebars, outermost only: never an element around ``main`` or inside it, nor most of the page."""
     body = body_of(root)
     total = max(_text_len(body), 1)
     found: list[etree._Element] = []
     for el in _elements(body):
         if not (el.tag == "aside" or el.get("role", "").lower() in _SIDEBAR_ROLES or _tokens(el) & _SIDEBAR_TOKENS):
             continue
-        if el is body or any(_is_ancestor(f, el) for f in found):
+        if el is body or any(a in found for a in el.iterancestors()):
             continue
         if main is not None and (_is_ancestor(el, main) or _is_ancestor(main, el)):
             continue  # a "has-sidebar" wrapper around the article, or an aside inside it
@@ -520,7 +560,7 @@ def swap_sidebar(
     root: lxml.html.HtmlElement,
     rng: random.Random,
     main: etree._Element | None = None,
-    teasers: Sequence[str] = _DEFAULT_TEASERS,
+    teasers: Sequence[str] = DEFAULT_TEASERS,
 ) -> int:
     """Replace every sidebar's content by other teasers (links, some with a snippet).
 
@@ -528,7 +568,7 @@ def swap_sidebar(
     element around the main content.  A page without one gets an ``aside.sidebar``
     next to its main content.
     """
-    teasers = [t for t in teasers if t.strip()] or list(_DEFAULT_TEASERS)
+    teasers = [t for t in teasers if t.strip()] or list(DEFAULT_TEASERS)
     main = main if main is not None else find_main(root)
     changes = 0
     for side in sidebars(root, main):
@@ -596,8 +636,11 @@ def transplant(
 ) -> lxml.html.HtmlElement:
     """Page ``template`` with its main content replaced by a copy of ``article_main``.
 
-    The title becomes the article's title (a syndicated copy keeps the headline).
-    Both input trees are left unchanged; the result is a new tree.
+    A syndicated copy keeps its headline: the title becomes the article's title,
+    and the template's ``h1`` outside its main content (its own headline) is
+    replaced by the article's ``h1`` when that is outside ``article_main``
+    (dropped otherwise: the copied content carries the headline).  Both input trees are left
+    unchanged; the result is a new tree.
     """
     page = copy.deepcopy(template)
     path = template.getroottree().getpath(template_main)
@@ -611,6 +654,19 @@ def transplant(
         target.append(content)
     else:
         target.getparent().replace(target, content)
+    headline = next((h for h in article.iter("h1") if not _is_ancestor(article_main, h)), None)
+    old = next((h for h in page.iter("h1") if not _is_ancestor(content, h)), None)
+    if headline is not None:
+        headline = copy.deepcopy(headline)
+        headline.tail = None
+        if old is not None:
+            old.addprevious(headline)
+        elif content.getparent() is not None:
+            content.addprevious(headline)
+        else:
+            content.insert(0, headline)
+    if old is not None:  # the template page's own headline goes
+        old.drop_tree()
     title = article.find(".//title")
     if title is not None:
         old = page.find(".//title")
@@ -640,12 +696,13 @@ def perturb(
     seed: int,
     *,
     segments: Sequence[str] = (),
+    boilerplate: Sequence[str] = (),
     main_path: str | None = None,
-    teasers: Sequence[str] = _DEFAULT_TEASERS,
+    teasers: Sequence[str] = DEFAULT_TEASERS,
 ) -> tuple[str, dict[str, int]]:
     """Apply the named perturbations in order; return the new HTML and the changes per kind.
 
-    ``segments`` (annotated main-text snippets) locate the main content, or
+    ``segments`` and ``boilerplate`` (annotated snippets) locate the main content, or
     ``main_path`` (its XPath from :func:`main_path`, cheaper when a page is
     perturbed many times); ``teasers`` feed the swapped sidebar.  Deterministic
     for a given ``seed``.
@@ -658,7 +715,7 @@ def perturb(
         found = root.getroottree().xpath(main_path)
         main = found[0] if found else None
     else:
-        main = find_main(root, segments)
+        main = find_main(root, segments, boilerplate)
     counts = {}
     for kind in kinds:
         rng = random.Random(page_seed(seed, kind))

@@ -138,7 +138,7 @@ def load_web(sample: int | None, seed: int) -> list[Page]:
     for url, path, ann in entries:
         text = decode(path.read_bytes())
         root = P.parse(text)
-        main = P.find_main(root, ann.get("with", []))
+        main = P.find_main(root, ann.get("with", []), ann.get("without", []))
         page = Page(url, f"web:{url}", text)
         if main is not None:
             main_text = main.text_content()
@@ -244,7 +244,7 @@ def positives(
                 choose(i, rng),
                 P.page_seed(seed, page.name, kind),
                 main_path=page.main_path,
-                teasers=teasers or P._DEFAULT_TEASERS,
+                teasers=teasers or P.DEFAULT_TEASERS,
             )
             dist[kind].append(distance(original, fp(html, f"{page.name} [{kind}]")))
         if others:

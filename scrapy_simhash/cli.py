@@ -47,7 +47,8 @@ STATE_FILE = "simhash.seen"  # the crawler's persisted state inside JOBDIR
 _MAX_REPORTED = 20  # bad lines printed before the rest are only counted
 _READ_CHUNK = 1 << 22  # bytes of fingerprint input parsed per numpy pass
 _U64_MAX_DIGITS = np.frombuffer(b"18446744073709551615", np.uint8) - np.uint8(48)
-_POW10 = np.array([10**e for e in range(19, -1, -1)], dtype=np.uint64)
+_HALF = 10.0 ** np.arange(9, -1, -1)
+_POW10_SMALL = 10 ** np.arange(11, dtype=np.uint64)
 _DECIMAL = re.compile(r"[0-9]+")
 
 
@@ -144,13 +145,19 @@ def _parse_lines(lines: list[bytes], lengths: np.ndarray) -> tuple[np.ndarray, n
     cr = (lengths >= 1) & (lengths <= width) & (table[rows, last] == 13)
     size = lengths - cr
     ok = (size >= 1) & (size <= 20)
-    digits = table[:, :20] - np.uint8(48)  # non-digits (NUL included) wrap to > 9
-    inside = np.arange(20) < size[:, None]
-    ok &= ((digits <= 9) | ~inside).all(axis=1)
-    values = np.zeros(len(lines), np.uint64)
-    for col in range(20):
-        step = values * np.uint64(10) + digits[:, col]
-        values = np.where(inside[:, col], step, values)
+    # Digits left-aligned, 0 past the end; non-digits (NUL included) wrap to > 9.
+    digits = (table[:, :20] - np.uint8(48)) * (np.arange(20) < size[:, None])
+    ok &= digits.max(axis=1) <= 9
+    # Two 10-digit halves, exact in float64 (< 2**53), then shifted right by the
+    # missing digits: value = hi * 10**(size-10) + lo // 10**(20-size).
+    halves = (digits.reshape(-1, 10).astype(np.float64) @ _HALF).astype(np.uint64)
+    hi, lo = halves[0::2], halves[1::2]
+    pow10 = _POW10_SMALL
+    values = np.where(
+        size >= 10,
+        hi * pow10[np.clip(size - 10, 0, 10)] + lo // pow10[np.clip(20 - size, 0, 10)],
+        hi // pow10[np.clip(10 - size, 0, 10)],
+    )
     # 20-digit lines may exceed 2**64 - 1: lexicographic order is numeric order there.
     full = np.flatnonzero(ok & (size == 20))
     if full.size:
@@ -252,8 +259,11 @@ def open_output(path: str) -> Iterator[IO[bytes]]:
         sys.stdout.buffer.flush()
         return
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
         with os.fdopen(fd, "wb") as out:
             yield out
         os.replace(tmp, target)
@@ -623,13 +633,13 @@ def cmd_plan(args: argparse.Namespace, problems: Problems, progress: Progress) -
         raise UsageProblem(str(exc)) from None
     print(f"k={k}, {n:,} pages; probe cost model: tables x {layout_module.TABLE_COST} us"
           f" + candidates x {layout_module.CANDIDATE_COST} us")
-    print(f"  {'layout':<24} {'tables':>6} {'p':>7} {'candidates':>12} {'memory':>11}"
+    print(f"  {'layout':<26} {'tables':>6} {'p':>7} {'candidates':>12} {'memory':>11}"
           f" {'cost us':>9}")
     for option in TableLayout.options(k, args.max_tables):
         ps = sorted(set(option.p_values))
         p_text = str(ps[0]) if len(ps) == 1 else f"{ps[0]}-{ps[-1]}"
         mark = "*" if option == chosen else " "
-        print(f"{mark} {option.spec:<24} {len(option.tables):>6} {p_text:>7}"
+        print(f"{mark} {option.spec:<26} {len(option.tables):>6} {p_text:>7}"
               f" {sum(option.candidates(n)):>12,.4g} {_mib(option.memory_bytes(n)):>11}"
               f" {option.cost(n):>9,.1f}")
     print(f"\nchosen (*):\n{chosen.describe(n)}")
@@ -930,6 +940,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "scrapy-simhash") -> int
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except OSError as exc:  # e.g. the output folder does not exist
+        progress.clear()
+        print(f"scrapy-simhash: {exc}", file=sys.stderr)
+        return EXIT_INPUT
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from bs4.dammit import EncodingDetector
-from lxml import etree, html
+from lxml import etree
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +58,11 @@ _SKIP_TAGS = frozenset(
     "script style noscript template iframe svg math object embed canvas audio video "
     "select option textarea button label head title time".split()
 )
-# Template landmarks; a <header> inside an <article> is the article's own.
-_LANDMARK_TAGS = frozenset(("nav", "footer", "aside"))
-_SOFT_TAGS = frozenset(("form", "figure"))
+_SCRIPT_TAGS = ("script", "style", "noscript", "template")
+# Template landmarks and forms (soft drops); <header> too unless inside an
+# <article> (the article's own header). Never dropped for a class/id name:
+_DROP_TAGS = frozenset(("nav", "footer", "aside", "form", "figure"))
 _NEVER_DROPPED = frozenset(("article", "main", "body"))
-_MAIN_TAGS = frozenset(("article",))
 _BOILER_ROLES = frozenset(
     "navigation banner contentinfo complementary search menu menubar dialog alertdialog".split()
 )
@@ -87,7 +87,6 @@ _BOILER_TOKENS = frozenset(
     twitter facebook instagram pinterest whatsapp login signup werbung anzeige kommentar
     kommentare""".split()
 )
-# Tokens of wrappers that merely mention a template part ("has-sidebar").
 # Roots that also name template parts when glued to other words ("sharebar").
 _BOILER_PREFIXES = (
     "advert", "breadcrumb", "comment", "cookie", "footer", "kommentar", "navbar",
@@ -97,6 +96,7 @@ _BOILER_PREFIXES = (
 _TAXONOMY_TOKENS = frozenset(
     "tag tags category categories cat post postid page format single term topic elementor".split()
 )
+# Tokens of wrappers that merely mention a template part ("has-sidebar").
 _WRAPPER_TOKENS = frozenset("has with no without".split())
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _CLASS_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
@@ -156,11 +156,11 @@ def decode_html(page: bytes, encoding: str | None = None) -> str:
 _local = threading.local()
 
 
-def _parser() -> html.HTMLParser:
+def _parser() -> etree.HTMLParser:
     # lxml parsers must not be shared between threads.
     parser = getattr(_local, "parser", None)
     if parser is None:
-        parser = _local.parser = html.HTMLParser(
+        parser = _local.parser = etree.HTMLParser(
             encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True
         )
     return parser
@@ -184,130 +184,142 @@ def parse_html(page: str | bytes, encoding: str | None = None) -> etree._Element
         return None
     data = text.encode("utf-8", errors="replace")
     try:
-        return html.document_fromstring(data, parser=_parser())
+        return etree.fromstring(data, parser=_parser())
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         logger.debug("Cannot parse a page of %d characters: %s", len(text), exc)
         return None
 
 
-class _Walker:
-    """One read-only pass over a tree, collecting blocks with their droppers."""
+class _Dropped:
+    """A soft-dropped subtree, walked only if the guard or a fallback needs it."""
 
-    __slots__ = (
-        "texts", "kinds", "links", "owners", "dparent", "dweak", "buf", "link", "chars", "elements",
-    )
+    __slots__ = ("el", "kind", "in_link", "in_main", "weak", "chars")
+
+    def __init__(self, el, kind: int, in_link: bool, in_main: bool, weak: bool) -> None:
+        self.el, self.kind, self.in_link, self.in_main, self.weak = el, kind, in_link, in_main, weak
+        # Visible characters, approximately, at C speed.
+        text = etree.tostring(el, method="text", encoding=str, with_tail=False)
+        self.chars = len(" ".join(text.split())) - sum(len(s.text or "") for s in el.iter(_SCRIPT_TAGS))
+
+
+class _Walker:
+    """Read-only walks over a tree, shared budget (:data:`MAX_ELEMENTS`,
+    :data:`MAX_TEXT_CHARS`).
+
+    A walk returns items in document order: blocks ``(text, kind, link_chars)``
+    (kind 0 for body text, 1-6 for a heading level), flushed at block-level
+    elements, and :class:`_Dropped` placeholders for soft-dropped subtrees.
+    """
+
+    __slots__ = ("chars", "elements")
 
     def __init__(self) -> None:
-        self.texts: list[str] = []  # block texts
-        self.kinds: list[int] = []  # 0 body, 1 heading
-        self.links: list[int] = []  # link characters per block
-        self.owners: list[int] = []  # innermost soft dropper per block (-1: none)
-        self.dparent: list[int] = [-1]  # enclosing dropper per dropper (index 0: none)
-        self.dweak: list[bool] = [False]  # dropped for its class/id only
-        self.buf: list[str] = []
-        self.link = 0
         self.chars = 0
         self.elements = 0
 
-    def flush(self, owner: int, kind: int) -> None:
-        if self.buf:
-            text = "".join(self.buf)
-            self.buf = []
-            if not text.isspace():
-                self.texts.append(text)
-                self.kinds.append(kind)
-                self.links.append(self.link)
-                self.owners.append(owner)
-                self.chars += len(text)
-            self.link = 0
+    def run(self, start, kind: int, in_link: bool, in_main: bool) -> list:
+        items: list = []
+        append = items.append
+        buf: list[str] = []
+        link = 0
+        is_boiler_name = _is_boiler_name
+        skip_tags, block_tags, heading_tags = _SKIP_TAGS, _BLOCK_TAGS, _HEADING_TAGS
 
-    def walk(self, el: etree._Element, owner: int, kind: int, in_link: bool, in_main: bool) -> None:
-        text = el.text
-        if text:
-            self.buf.append(text)
-            if in_link:
-                self.link += len(text)
-        for child in el:
-            tag = child.tag
-            if type(tag) is not str:  # comment, processing instruction, entity
+        def flush(kind: int) -> None:
+            nonlocal link
+            text = "".join(buf)
+            buf.clear()
+            if not text.isspace():
+                append((text, kind, link))
+                self.chars += len(text)
+            link = 0
+
+        def walk(el, kind: int, in_link: bool, in_main: bool) -> bool:
+            nonlocal link
+            text = el.text
+            if text:
+                buf.append(text)
+                if in_link:
+                    link += len(text)
+            for child in el:
+                tag = child.tag
+                if tag.__class__ is str:
+                    self.elements += 1
+                    if self.elements > MAX_ELEMENTS or self.chars > MAX_TEXT_CHARS:
+                        return False
+                    if tag not in skip_tags:
+                        if "}" in tag or ":" in tag:
+                            tag = tag.rpartition("}")[2].rpartition(":")[2]
+                        weak = False
+                        drop = tag in _DROP_TAGS or (tag == "header" and not in_main)
+                        if not drop:
+                            names = child.keys()
+                            if names and tag not in _NEVER_DROPPED:
+                                if "class" in names and is_boiler_name(child.get("class")):
+                                    drop = weak = True
+                                elif "id" in names and is_boiler_name(child.get("id")):
+                                    drop = weak = True
+                                elif len(names) > 1 or "class" not in names:
+                                    drop = _is_hidden_or_landmark(child, names)
+                        child_kind = heading_tags.get(tag, kind)
+                        child_link = in_link or tag == "a"
+                        child_main = in_main or tag == "article"
+                        if drop:
+                            if buf:
+                                flush(kind)
+                            append(_Dropped(child, child_kind, child_link, child_main, weak))
+                        else:
+                            block = tag in block_tags
+                            if block and buf:
+                                flush(kind)
+                            if not walk(child, child_kind, child_link, child_main):
+                                return False
+                            if buf and (block or child_kind != kind):
+                                flush(child_kind)
                 tail = child.tail
                 if tail:
-                    self.buf.append(tail)
+                    buf.append(tail)
                     if in_link:
-                        self.link += len(tail)
-                continue
-            self.elements += 1
-            if self.elements > MAX_ELEMENTS or self.chars > MAX_TEXT_CHARS:
-                return
-            if tag not in _SKIP_TAGS:
-                if "}" in tag or ":" in tag:
-                    tag = tag.rpartition("}")[2].rpartition(":")[2]
-                child_owner = owner
-                # soft drops
-                weak = False
-                drop = (
-                    tag in _LANDMARK_TAGS or tag in _SOFT_TAGS or (tag == "header" and not in_main)
-                )
-                if not drop:
-                    attrib = child.attrib
-                    if attrib and tag not in _NEVER_DROPPED:
-                        cls = attrib.get("class")
-                        ident = attrib.get("id")
-                        if (cls and _is_boiler_name(cls)) or (ident and _is_boiler_name(ident)):
-                            drop = weak = True
-                        elif "hidden" in attrib or attrib.get("aria-hidden") == "true":
-                            drop = True
-                        else:
-                            role = attrib.get("role")
-                            if role and role.strip().lower() in _BOILER_ROLES:
-                                drop = True
-                            else:
-                                style = attrib.get("style")
-                                if style and _HIDDEN_STYLE.search(style):
-                                    drop = True
-                block = drop or tag in _BLOCK_TAGS
-                if block:
-                    self.flush(owner, kind)
-                if drop:
-                    child_owner = len(self.dparent)
-                    self.dparent.append(owner)
-                    self.dweak.append(weak)
-                child_kind = _HEADING_TAGS.get(tag, kind)
-                self.walk(
-                    child,
-                    child_owner,
-                    child_kind,
-                    in_link or tag == "a",
-                    in_main or tag in _MAIN_TAGS,
-                )
-                if block or child_kind != kind:
-                    self.flush(child_owner, child_kind)
-            tail = child.tail
-            if tail:
-                self.buf.append(tail)
-                if in_link:
-                    self.link += len(tail)
+                        link += len(tail)
+            return True
+
+        walk(start, kind, in_link, in_main)
+        if buf:
+            flush(kind)
+        return items
+
+    def expand(self, items: list, limit: float, weak_too: bool) -> list:
+        """Walk the placeholders holding more than ``limit`` characters (the
+        guard), or dropped for their class/id only when ``weak_too``."""
+        out: list = []
+        for item in items:
+            if item.__class__ is not _Dropped:
+                out.append(item)
+            elif item.chars > limit or (weak_too and item.weak):
+                sub = self.run(item.el, item.kind, item.in_link, item.in_main)
+                out.extend(self.expand(sub, limit, weak_too))
+        return out
 
 
-def _select(walker: _Walker, dchars: list[int], use_names: bool) -> tuple[list[bool], int]:
-    """Which blocks to keep, and their characters."""
-    dparent, dweak = walker.dparent, walker.dweak
-    texts, kinds = walker.texts, walker.kinds
-    limit = GUARD_SHARE * walker.chars
-    dropped = [False] * len(dparent)
-    for d in range(1, len(dparent)):
-        dropped[d] = dropped[dparent[d]] or (
-            dchars[d] <= limit and (use_names or not dweak[d])
-        )
-    keep = [
-        not dropped[owner] and link <= MAX_LINK_DENSITY * len(text)
-        for text, owner, link in zip(texts, walker.owners, walker.links)
-    ]
+def _is_hidden_or_landmark(el: etree._Element, names: list[str]) -> bool:
+    if "hidden" in names or el.get("aria-hidden") == "true":
+        return True
+    role = el.get("role")
+    if role and role.strip().lower() in _BOILER_ROLES:
+        return True
+    style = el.get("style")
+    return bool(style and _HIDDEN_STYLE.search(style))
+
+
+def _select(blocks: list[tuple[str, int, int]]) -> tuple[list[bool], int]:
+    """Which blocks to keep (not link lists, not headings of template boxes),
+    and their characters."""
+    keep = [link <= MAX_LINK_DENSITY * len(text) for text, _, link in blocks]
     # A heading with no kept body text in its section titles a template box
     # ("Related articles", "Comments"...).
     next_level = [False] * 7  # kept body text before the next heading of level <= i
-    for i in range(len(texts) - 1, -1, -1):
-        kind = kinds[i]
+    for i in range(len(blocks) - 1, -1, -1):
+        kind = blocks[i][1]
         if not kind:
             if keep[i]:
                 next_level = [True] * 7
@@ -316,7 +328,7 @@ def _select(walker: _Walker, dchars: list[int], use_names: bool) -> tuple[list[b
             keep[i] = False
         for level in range(kind, 7):
             next_level[level] = False
-    kept = sum(len(t) for t, k in zip(texts, keep) if k)
+    kept = sum(len(b[0]) for b, k in zip(blocks, keep) if k)
     return keep, kept
 
 
@@ -351,29 +363,21 @@ def extract(page: str | bytes | etree._Element, *, encoding: str | None = None) 
     if type(tag) is not str:  # a comment given as the root
         return MainText("", [], [])
     body = root.find("body") if tag == "html" else None
-    walker = _Walker()
     start = body if body is not None else root
-    walker.walk(start, 0, _HEADING_TAGS.get(start.tag, 0), False, False)
-    walker.flush(0, 0)
     title = _title(root)
-    texts, kinds, owners = walker.texts, walker.kinds, walker.owners
-    if not texts:
-        return MainText(title, [], [])
-
-    # Over-pruning guard: chars per dropper (children have larger indices).
-    dparent = walker.dparent
-    dchars = [0] * len(dparent)
-    for owner, text in zip(owners, texts):
-        dchars[owner] += len(text)
-    for d in range(len(dparent) - 1, 0, -1):
-        dchars[dparent[d]] += dchars[d]
-    total = walker.chars
-    keep, kept = _select(walker, dchars, True)
+    walker = _Walker()
+    items = walker.run(start, _HEADING_TAGS.get(start.tag, 0), False, False)
+    total = walker.chars + sum(i.chars for i in items if i.__class__ is _Dropped)
+    limit = GUARD_SHARE * total
+    blocks = walker.expand(items, limit, False)
+    keep, kept = _select(blocks)
     if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
         # Too little left: first trust class/id names less, then keep it all.
-        keep, kept = _select(walker, dchars, False)
+        blocks = walker.expand(items, limit, True)
+        keep, kept = _select(blocks)
         if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
-            keep = [True] * len(texts)
-    headings = [t for t, k, kp in zip(texts, kinds, keep) if k and kp]
-    blocks = [t for t, k, kp in zip(texts, kinds, keep) if not k and kp]
-    return MainText(title, headings, blocks)
+            blocks = walker.expand(items, -1, True)
+            keep = [True] * len(blocks)
+    headings = [b[0] for b, k in zip(blocks, keep) if k and b[1]]
+    texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]
+    return MainText(title, headings, texts)

@@ -19,9 +19,9 @@ from importlib import resources
 from scrapy_simhash.extract import MainText
 
 #: Non-antecedent tokens chained after an antecedent.
-CHAIN = 2
+CHAIN = 1
 #: Weight of each title feature occurrence.
-TITLE_WEIGHT = 1.0
+TITLE_WEIGHT = 3.0
 #: Weight of each heading feature occurrence.
 HEADING_WEIGHT = 1.0
 

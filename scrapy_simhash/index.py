@@ -13,8 +13,8 @@ Storage, all ``uint64`` and vectorised:
   ordered by the permuted fingerprint's leading bits (``uint32``, 4 bytes an
   entry: packed row ids instead of §3.2's delta coding, which cannot go below
   ~5.3 bytes for 10M random 64-bit values). Each table has a directory of
-  offsets on the permuted value's leading ``d`` bits (``2**d <= n / 16``, so
-  at most 0.25 bytes an entry), found by one array lookup a probe.
+  offsets on the permuted value's leading ``d`` bits (``2**d <= n / 8``, so
+  at most 0.5 bytes an entry), found by one array lookup a probe.
 * online inserts go to a small buffer, compared by brute force; a full buffer
   becomes a level and levels merge LSM-style when the older one is at most
   ``MERGE_RATIO`` times the newer, so there are few levels and each entry is
@@ -176,21 +176,28 @@ def _run_pairs(a: np.ndarray, p: int, k: int) -> tuple[np.ndarray, np.ndarray, n
     del prefix
     run_starts = np.flatnonzero(start)
     run_ends = np.append(run_starts[1:], n)
-    run_end = run_ends[np.cumsum(start) - 1]
+    # later elements of the same run after each position
+    rem = run_ends[np.cumsum(start) - 1] - np.arange(1, n + 1)
     del start
-    active = np.flatnonzero(run_end - np.arange(n) > 1)
+    most = int(rem.max())
+    if most == 0:
+        return empty, empty, np.empty(0, dtype=np.uint8)
+    # positions by decreasing rem: at offset o the active ones are a prefix
+    rem_type = np.uint16 if most < 1 << 16 else np.int64
+    order = np.argsort((most - rem).astype(rem_type), kind="stable")
+    active_count = np.cumsum(np.bincount(rem, minlength=most + 1)[::-1])[::-1]
+    a_order = a[order]
     out_i, out_j, out_d = [], [], []
-    offset = 1
-    while active.size:
+    for offset in range(1, most + 1):
+        count = int(active_count[offset])
+        active = order[:count]
         other = active + offset
-        dist = np.bitwise_count(a[active] ^ a[other])
+        dist = np.bitwise_count(a_order[:count] ^ a[other])
         hit = np.flatnonzero(dist <= k)
         if hit.size:
             out_i.append(active[hit])
             out_j.append(other[hit])
             out_d.append(dist[hit])
-        offset += 1
-        active = active[run_end[active] > active + offset]
     if not out_i:
         return empty, empty, np.empty(0, dtype=np.uint8)
     return np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_d).astype(np.uint8)
@@ -201,11 +208,13 @@ class SimhashIndex:
 
     ``layout``: ``"auto"`` (:meth:`TableLayout.plan` for ``expected_size``),
     a :class:`TableLayout`, or a spec string such as ``"16,16,16,16"``.
-    ``compress=True`` stores 4-byte row ids instead of 8-byte permuted values.
+    ``compress=True`` stores 4-byte row ids instead of 8-byte fingerprints.
+    ``buffer_size``: inserts compared by brute force before they become a level.
     """
 
     def __init__(self, k: int = 3, layout: Any = "auto", expected_size: int = 1 << 20,
-                 compress: bool = False, *, fingerprint_version: int | None = None):
+                 compress: bool = False, *, fingerprint_version: int | None = None,
+                 buffer_size: int = BUFFER_SIZE):
         if isinstance(layout, TableLayout):
             if layout.k != k:
                 raise ValueError(f"layout {layout.spec!r} was made for k={layout.k}, not k={k}")
@@ -220,16 +229,22 @@ class SimhashIndex:
         self.compress = bool(compress)
         self.fingerprint_version = fingerprint_version
         self._tables = layout.tables
-        self._segments = [
-            [(src, (1 << width) - 1, dst) for src, width, dst in t.segments] for t in layout.tables
+        # the block moves that fill each table's leading p bits: enough for the
+        # directory lookup of a probe (d <= p)
+        self._leading = [
+            [(src, (1 << width) - 1, dst) for src, width, dst in t.segments if dst + width > F - t.p]
+            for t in layout.tables
         ]
         self._pmin = min(t.p for t in layout.tables)
         self._identity = [t.segments == ((0, F, 0),) for t in layout.tables]
         # direct tables hold fingerprints in permuted order; the others master rows
         self._direct = [ident or not self.compress for ident in self._identity]
         self._levels: list[_Level] = []
-        self._buf_fps = np.empty(BUFFER_SIZE, dtype=np.uint64)
-        self._buf_keys = np.empty(BUFFER_SIZE, dtype=np.uint64)
+        if buffer_size < 1:
+            raise ValueError(f"buffer_size must be positive, got {buffer_size}")
+        self._buffer_size = int(buffer_size)
+        self._buf_fps = np.empty(buffer_size, dtype=np.uint64)
+        self._buf_keys = np.empty(buffer_size, dtype=np.uint64)
         self._nbuf = 0
         self._count = 0
         self._log: RecordLog | None = None
@@ -246,7 +261,7 @@ class SimhashIndex:
         fps, keys = fps[order], keys[order]
         del order
         n = len(fps)
-        d = max(0, min(self._pmin, (n >> 4).bit_length() - 1))
+        d = max(0, min(self._pmin, (n >> 3).bit_length() - 1))
         shift = F - d
         bounds = np.arange(1, 1 << d, dtype=np.uint64) << _U64(shift) if d else None
         tables, dirs = [], []
@@ -291,6 +306,8 @@ class SimhashIndex:
 
     def compact(self) -> None:
         """Merge the buffer and every level into one level (drops removed rows)."""
+        if not self._nbuf and len(self._levels) <= 1 and not any(lv.dead for lv in self._levels):
+            return
         parts = [lv.alive_arrays() for lv in self._levels]
         parts.append((self._buf_fps[:self._nbuf], self._buf_keys[:self._nbuf]))
         self._nbuf = 0
@@ -312,7 +329,7 @@ class SimhashIndex:
         self._buf_keys[n] = key
         self._nbuf = n + 1
         self._count += 1
-        if n + 1 == BUFFER_SIZE:
+        if n + 1 == self._buffer_size:
             self._flush()
 
     def add_many(self, fps, keys) -> None:
@@ -325,7 +342,7 @@ class SimhashIndex:
         self._add_arrays(fps, keys)
 
     def _add_arrays(self, fps: np.ndarray, keys: np.ndarray) -> None:
-        if len(fps) < BUFFER_SIZE - self._nbuf:
+        if len(fps) < self._buffer_size - self._nbuf:
             for fp, key in zip(fps.tolist(), keys.tolist()):
                 self._insert(fp, key)
             return
@@ -372,7 +389,11 @@ class SimhashIndex:
         """Every stored entry within k bits of ``fp``, sorted by (distance, key)."""
         q = _check_u64(fp, "fingerprint")
         perms = []
-        for segs in self._segments:
+        for segs in self._leading:
+            if len(segs) == 1:
+                src, mask, dst = segs[0]
+                perms.append(((q >> src) & mask) << dst)
+                continue
             v = 0
             for src, mask, dst in segs:
                 v |= ((q >> src) & mask) << dst
@@ -394,7 +415,7 @@ class SimhashIndex:
             return []
         x = np.concatenate(parts) if len(parts) > 1 else parts[0]
         dist = np.bitwise_count(x ^ _U64(q))
-        if dist.min() > self.k:
+        if dist[dist.argmin()] > self.k:  # argmin: the cheapest reduction per call
             return []
         return self._matches(q, set(x[(dist <= self.k).nonzero()[0]].tolist()))
 

@@ -121,9 +121,9 @@ class SimhashMiddleware:
 
     def spider_opened(self, spider: Spider) -> None:
         try:
-            size = self.backend.open(spider.name)
             if self.config.log_file:
                 self._audit = self._open_audit(self.config.log_file)
+            size = self.backend.open(spider.name)
         except (BackendError, OSError) as exc:
             self._open_error = str(exc)
             logger.error(
@@ -193,7 +193,7 @@ class SimhashMiddleware:
         if self._open_error is not None:
             self._stop_after_open_error()
             return
-        start = time.perf_counter()
+        start = time.thread_time()
         try:
             fp = self.fingerprint_response(response)
             if fp is None:
@@ -205,7 +205,7 @@ class SimhashMiddleware:
                 self._backend_error(exc)
                 return
         finally:
-            self._seconds += time.perf_counter() - start
+            self._seconds += time.thread_time() - start
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
             return

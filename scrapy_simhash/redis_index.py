@@ -79,15 +79,54 @@ class IndexMismatchError(ValueError):
     """The shared index was built with another k, layout or fingerprint version."""
 
 
+class IndexMissingError(RuntimeError):
+    """The index's metadata is gone from Redis (restart without persistence, deletion)."""
+
+
+def _is_auto(layout: Any) -> bool:
+    return layout is None or (isinstance(layout, str) and layout.strip().lower() == "auto")
+
+
 def resolve_layout(layout: Any, k: int, expected_size: int) -> Any:
     """A :class:`TableLayout` from a layout object, a spec string or ``"auto"``."""
     from scrapy_simhash.layout import TableLayout
 
     if isinstance(layout, TableLayout):
         return layout
-    if layout is None or (isinstance(layout, str) and layout.strip().lower() == "auto"):
+    if _is_auto(layout):
         return TableLayout.plan(k, expected_size)
     return TableLayout.parse(layout, k)
+
+
+def index_info(client: Any, prefix: str) -> dict[str, Any] | None:
+    """The stored metadata of the index under ``prefix`` (None when there is none):
+    k, layout, fingerprint_version, format, bucket_bits, size, signature."""
+    raw = client.hgetall(f"{prefix}:meta")
+    if not raw:
+        return None
+    info: dict[str, Any] = {}
+    for name, value in raw.items():
+        name, text = name.decode(), value.decode()
+        try:
+            info[name] = text if name == "signature" else json.loads(text)
+        except ValueError:
+            info[name] = text
+    return info
+
+
+def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] = ()) -> int:
+    """Delete the index under ``prefix`` (tables per its stored layout, URLs,
+    metadata, and ``extra`` keys); return the number of keys deleted."""
+    from scrapy_simhash.layout import TableLayout
+
+    keys = {f"{prefix}:meta", f"{prefix}:urls", *extra}
+    info = index_info(client, prefix) or {}
+    try:
+        tables = len(TableLayout.from_dict(info["layout"]).tables)
+    except (KeyError, ValueError, TypeError):
+        tables = 0
+    keys.update(f"{prefix}:t{i}" for i in range(tables))
+    return int(client.delete(*sorted(keys)))
 
 
 class RedisSimhashIndex:
@@ -190,17 +229,7 @@ class RedisSimhashIndex:
 
     def clear(self) -> int:
         """Delete every key of this index (its tables, URLs and metadata)."""
-        from scrapy_simhash.layout import TableLayout
-
-        keys = {self.meta_key, self.urls_key, *self.table_keys}
-        stored = self.client.hget(self.meta_key, "layout")
-        if stored is not None:
-            try:
-                tables = len(TableLayout.from_dict(json.loads(stored)).tables)
-            except (ValueError, TypeError, AttributeError):
-                tables = 0
-            keys.update(f"{self.prefix}:t{i}" for i in range(tables))
-        return int(self.client.delete(*sorted(keys)))
+        return clear_index(self.client, self.prefix, extra=self.table_keys)
 
     def __len__(self) -> int:
         return int(self.client.hget(self.meta_key, "size") or 0)
@@ -350,10 +379,6 @@ return 0
 """
 
 
-class IndexMissingError(RuntimeError):
-    """The index's metadata is gone from Redis (restart without persistence, deletion)."""
-
-
 class RedisBackend:
     """The ``SIMHASH_BACKEND = "redis"`` backend: one shared index per spider name."""
 
@@ -420,7 +445,9 @@ class RedisBackend:
         """Join (or create) the index of this spider; return its size."""
         prefix = self.key_template % {"spider": spider_name}
         try:
-            layout = resolve_layout(self.layout, self.k, self.expected_size)
+            layout = self._joined_layout(prefix) or resolve_layout(
+                self.layout, self.k, self.expected_size
+            )
             index = RedisSimhashIndex(
                 self.client, prefix, layout, expected_size=self.expected_size
             )
@@ -449,6 +476,20 @@ class RedisBackend:
             },
         )
         return self._size
+
+    def _joined_layout(self, prefix: str) -> Any:
+        """With ``SIMHASH_LAYOUT = "auto"``, the layout of an existing index of the
+        same k, whatever ``SIMHASH_EXPECTED_PAGES`` this process would plan for."""
+        if not _is_auto(self.layout) or self.reset:
+            return None
+        from scrapy_simhash.layout import TableLayout
+
+        stored = self.client.hget(f"{prefix}:meta", "layout")
+        try:
+            layout = TableLayout.from_dict(json.loads(stored)) if stored else None
+        except (ValueError, TypeError):
+            return None
+        return layout if layout is not None and layout.k == self.k else None
 
     def query_and_add(
         self, fingerprint: int, url: str, *, add: str = "if_new"
@@ -479,7 +520,13 @@ class RedisBackend:
         except self._redis_errors as exc:
             self._failed_at = time.monotonic()
             raise BackendError(f"Redis at {self.where}: {exc}") from exc
-        self._failed_at = None
+        if self._failed_at is not None:
+            logger.warning(
+                "Redis at %(where)s answers again after %(seconds).1f s; pages in between "
+                "were not checked (simhash/backend_error_count)",
+                {"where": self.where, "seconds": time.monotonic() - self._failed_at},
+            )
+            self._failed_at = None
         if new_key:
             self._size = int(new_key)
         if not matches:

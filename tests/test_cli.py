@@ -94,6 +94,7 @@ def test_find_all_matches_brute_force(tmp_path, layout):
     write_fps(tmp_path / "fps.txt", fps)
     run("find-all", "--input", tmp_path / "fps.txt", "--output", tmp_path / "out.txt",
         "--distance", 3, *layout, check=0)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o044  # readable as umask allows
     lines = (tmp_path / "out.txt").read_text().splitlines()
     got = [tuple(json.loads(line)) for line in lines]
     assert len(got) == len(set(got))  # each pair once
@@ -161,6 +162,8 @@ def test_no_valid_input_and_usage_errors(tmp_path):
     run("find-all", "--blocks", 3, "--distance", 3, input="1\n", check=2)
     run("find-all", "--blocks", 4, "--layout", "16,16,16,16", input="1\n", check=2)
     run("find-all", "--layout", "1,2", input="1\n", check=2)
+    proc = run("find-all", "-o", tmp_path / "no" / "out.txt", input="1\n", check=1)
+    assert "No such file" in proc.stderr and "Traceback" not in proc.stderr
     run("nonsense", check=2)
     run(check=2)
 
@@ -420,6 +423,9 @@ def test_progress_on_a_terminal_and_ctrl_c(tmp_path):
                 seen += os.read(master, 4096)
         assert b"reading <stdin>" in seen
         proc.send_signal(signal.SIGINT)
+        # A shell's Ctrl-C also ends the writer of the pipe. (A signal taken by a numpy
+        # helper thread does not interrupt the main thread's blocked read by itself.)
+        proc.stdin.close()
         assert proc.wait(timeout=60) == 130
         while select.select([master], [], [], 0.5)[0]:
             try:

@@ -175,7 +175,10 @@ def test_mismatched_index_is_refused(redis_client, other, word):
     make_index(redis_client, TableLayout.parse("16,16,16,16", 3))
     layout = TableLayout.parse(other["spec"], other["k"])
     index = RedisSimhashIndex(
-        redis_client, "test:simhash", layout, fingerprint_version=other.get("version", FINGERPRINT_VERSION)
+        redis_client,
+        "test:simhash",
+        layout,
+        fingerprint_version=other.get("version", FINGERPRINT_VERSION),
     )
     with pytest.raises(ValueError, match="was built with " + word) as info:
         index.open()
@@ -187,7 +190,8 @@ def test_reset_clears_and_close_keeps(redis_url, redis_client):
     backend.open("spider")
     assert backend.query_and_add(0xFF, "https://a/") is None
     backend.close()
-    assert redis_client.exists("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls") == 3
+    keys = ("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls")
+    assert redis_client.exists(*keys) == 3
     again = backend_for(redis_url)
     assert again.open("spider") == 1
     assert again.query_and_add(0xFE, "https://b/") == Duplicate("https://a/", 0xFF, 1)
@@ -247,8 +251,9 @@ def test_concurrent_threads_keep_each_pair_once(redis_url):
     left, right = _pairs(400, seed=11)
     out: queue.Queue = queue.Queue()
     start = threading.Barrier(4)
-    shuffled = [right[i] for i in np.random.default_rng(0).permutation(200).tolist()]
-    work = [left[200:], left[:200], right[200:][::-1], shuffled]
+    # both members of a pair are sent at about the same moment: the race a
+    # probe-then-insert in two calls loses
+    work = [left[:200], right[:200], left[200:], right[200:]]
     threads = [threading.Thread(target=_insert_all, args=(redis_url, w, start, out)) for w in work]
     for thread in threads:
         thread.start()
@@ -308,7 +313,7 @@ def test_redis_stopped_and_restarted(redis_server_factory, caplog):
     backend._failed_at -= FAILURE_HOLDOFF
     with caplog.at_level("WARNING", logger="scrapy_simhash.redis_index"):
         assert backend.query_and_add(0xABD, "https://b/") is None
-    assert "vanished" in caplog.text
+    assert "vanished" in caplog.text and "answers again" in caplog.text
     assert backend.query_and_add(0xABC, "https://c/") == Duplicate("https://b/", 0xABD, 1)
     backend.close()
 
@@ -334,3 +339,56 @@ def test_missing_redis_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)
     with pytest.raises(ImportError, match=r"scrapy-simhash\[redis\]"):
         import_redis()
+
+
+def test_redis_params_and_key_template(redis_url, redis_client):
+    """REDIS_PARAMS reach the client (here the database); the template names the keys."""
+    backend = RedisBackend.from_config(
+        SimhashSettings(
+            backend="redis",
+            redis_url=redis_url.rsplit("/", 1)[0],  # a database in the URL would win
+            redis_params={"db": 3, "decode_responses": True},
+            redis_key="crawl:%(spider)s:near",
+        )
+    )
+    backend.open("news")
+    assert backend.query_and_add(0x77, "https://a/") is None
+    assert backend.query_and_add(0x76, "https://b/") == Duplicate("https://a/", 0x77, 1)
+    backend.close()
+    assert redis_client.dbsize() == 0
+    db3 = import_redis().Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
+    assert sorted(db3.keys()) == [
+        b"crawl:news:near:meta", *(b"crawl:news:near:t%d" % i for i in range(4)),
+        b"crawl:news:near:urls",
+    ]
+    db3.close()
+
+
+def test_auto_layout_joins_whatever_the_expected_size(redis_url):
+    small = backend_for(redis_url, expected_pages=1000)  # plans 16,16,16,16
+    small.open("spider")
+    small.query_and_add(0xF0F0, "https://a/")
+    large = backend_for(redis_url, expected_pages=10**8)  # would plan more tables
+    assert large.open("spider") == 1
+    assert large.index.layout.spec == "16,16,16,16"
+    assert large.query_and_add(0xF0F1, "https://b/") == Duplicate("https://a/", 0xF0F0, 1)
+    explicit = backend_for(redis_url, layout="13,13,13,13,12")
+    with pytest.raises(BackendError, match="layout="):
+        explicit.open("spider")
+    for backend in (small, large, explicit):
+        backend.close()
+
+
+def test_index_info_and_clear_for_tools(redis_client):
+    from scrapy_simhash.redis_index import clear_index, index_info
+
+    assert index_info(redis_client, "tool:simhash") is None
+    layout = TableLayout.parse("16,16,16,16/12,12,12,12", 3)
+    index = make_index(redis_client, layout, prefix="tool:simhash", expected_size=1000)
+    index.query_and_add(5, "https://a/")
+    redis_client.set("tool:simhash:unrelated", 1)
+    info = index_info(redis_client, "tool:simhash")
+    assert info["k"] == 3 and info["size"] == 1 and info["layout"] == layout.to_dict()
+    assert info["fingerprint_version"] == FINGERPRINT_VERSION
+    assert clear_index(redis_client, "tool:simhash") == 2 + 16
+    assert redis_client.keys("tool:*") == [b"tool:simhash:unrelated"]

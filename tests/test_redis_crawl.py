@@ -192,7 +192,8 @@ def test_two_scrapy_processes_share_one_index(redis_url, redis_client, tmp_path,
     distances = np.bitwise_count(fps[:, None] ^ fps[None, :])
     np.fill_diagonal(distances, 64)
     assert distances.min() > 3
-    fetched_twice = [u for u, n in Counter(s.url for s in served if s.status == 200).items() if n > 1]
+    views = Counter(s.url for s in served if s.status == 200)
+    fetched_twice = [url for url, n in views.items() if n > 1]
     assert len(fetched_twice) > 10
     # every distinct page of the site was kept by one of the two processes
     distinct = {classify(u).group for u in kept}

@@ -1,0 +1,210 @@
+"""Main-text extraction: boilerplate rules, the over-pruning guard, decoding, bad input."""
+
+from __future__ import annotations
+
+import lxml.html
+import pytest
+from lxml import etree
+from parsel import Selector
+
+from bench.corpus import ABSENT_REASON, corpus_dir
+from scrapy_simhash.extract import MAX_TEXT_CHARS, MainText, decode_html, extract, parse_html
+
+ARTICLE = """
+<h1>Night trains are back</h1>
+<p>The railway company has announced that the night train between the two capitals
+will run again from next spring, after a pause of several years.</p>
+<p>Passengers can book a couchette or a sleeper, and the trains will be hauled by
+modern locomotives that were built for the purpose.</p>
+"""
+
+BODY = ARTICLE.replace("<h1>Night trains are back</h1>", "")
+
+BOILERPLATE_PAGE = f"""<!DOCTYPE html>
+<html><head><title>Night trains are back | Rail News</title>
+<script>var x = "the script text is not content";</script>
+<style>.a {{ color: red }}</style></head>
+<body>
+<header><a href="/">Rail News</a> <a href="/login">Log in</a></header>
+<nav><ul><li><a href="/a">Home</a></li><li><a href="/b">Trains</a></li></ul></nav>
+<div id="cookie-banner"><p>We use cookies to improve the service you are using.</p></div>
+<div class="ad-slot"><p>Buy the best shoes of the season at a discount today.</p></div>
+<main><article>{ARTICLE}
+<div class="share-buttons"><p>Share this on Facebook and Twitter with your friends.</p></div>
+</article></main>
+<div style="display: none"><p>A hidden paragraph that is never shown to readers.</p></div>
+<div aria-hidden="true"><p>Another hidden paragraph that is for machines only.</p></div>
+<aside><h3>Related</h3><p>An aside with a story that is not part of the article.</p></aside>
+<div class="related-posts"><h3>You may also like</h3>
+<ul><li><a href="/x">The other story about trains</a></li><li><a href="/y">More</a></li></ul></div>
+<div><p><a href="/1">Link one is here</a> and <a href="/2">link two is there</a></p></div>
+<footer><p>The copyright is held by the publisher of this site.</p></footer>
+</body></html>"""
+
+BOILERPLATE = (
+    "script text",
+    "Log in",
+    "Home",
+    "cookies",
+    "shoes",
+    "Share this",
+    "hidden paragraph",
+    "for machines",
+    "An aside",
+    "You may also like",
+    "The other story",
+    "Link one",
+    "copyright",
+)
+
+
+def text_of(main: MainText) -> str:
+    return " ".join([*main.headings, *main.blocks])
+
+
+def test_boilerplate_rules():
+    main = extract(BOILERPLATE_PAGE)
+    text = text_of(main)
+    assert "night train between the two capitals" in " ".join(text.split())
+    assert "modern locomotives" in text
+    for phrase in BOILERPLATE:
+        assert phrase not in text, phrase
+    assert main.title == "Night trains are back | Rail News"
+    assert main.headings == ["Night trains are back"]
+    assert all("Night trains are back" not in b for b in main.blocks)
+
+
+def test_class_tokens_not_substrings():
+    # "download" and "header" contain "ad"; "loading" too: none is an ad token.
+    page = f'<div class="download-header loading">{ARTICLE}</div><div class="ad">Buy now</div>'
+    text = text_of(extract(page))
+    assert "modern locomotives" in text
+    assert "Buy now" not in text
+
+
+def test_guard_keeps_wrapper_holding_most_text():
+    # A wrapper whose class names a sidebar but holds the article (and most text).
+    page = f'<body><div class="layout-sidebar-right">{ARTICLE}</div><nav>Home</nav></body>'
+    assert "modern locomotives" in text_of(extract(page))
+    page = f'<body><div class="has-sidebar">{ARTICLE}</div></body>'
+    assert "modern locomotives" in text_of(extract(page))
+
+
+def test_fallback_to_all_visible_text():
+    # Everything is in a menu: too little survives, so all visible text is used.
+    page = f"<body><div class='menu'>{ARTICLE}</div><nav>{ARTICLE}</nav><script>x</script></body>"
+    main = extract(page)
+    assert "modern locomotives" in text_of(main)
+    assert "x" not in main.blocks
+
+
+def test_heading_of_template_box_dropped():
+    page = f"""<body><article>{ARTICLE}</article>
+    <div><h2>Most read</h2><ul><li><a href="/1">A story that is popular</a></li>
+    <li><a href="/2">Another story that is popular</a></li></ul></div></body>"""
+    main = extract(page)
+    assert main.headings == ["Night trains are back"]
+    assert "popular" not in text_of(main)
+
+
+def test_article_header_kept_page_header_dropped():
+    page = f"""<body><header><p>Rail News, the paper that is about trains</p></header>
+    <article><header><h1>Headline of the article</h1></header>{BODY}</article></body>"""
+    main = extract(page)
+    assert "Headline of the article" in main.headings
+    assert "Rail News" not in text_of(main)
+
+
+def _parsel_root(html: str):
+    return Selector(text=html).root
+
+
+def test_tree_not_mutated():
+    html = BOILERPLATE_PAGE.replace("<main>", "<main><!-- a comment --><?pi x?>")
+    for root in (_parsel_root(html), lxml.html.fromstring(html), etree.HTML(html)):
+        before = etree.tostring(root, method="html", encoding=str)
+        extract(root)
+        assert etree.tostring(root, method="html", encoding=str) == before
+
+
+def test_parsel_tree_same_as_text():
+    html = BOILERPLATE_PAGE.replace("<main>", "<main><!-- a comment with the words -->")
+    assert extract(_parsel_root(html)) == extract(html)
+    assert extract(_parsel_root(html).getroottree()) == extract(html)
+
+
+def test_comments_and_pis_skipped_but_tails_kept():
+    root = lxml.html.fromstring(
+        "<html><body><p>before the comment <!-- the comment --> after the comment"
+        "<?pi data?> after the pi</p></body></html>"
+    )
+    (block,) = extract(root).blocks
+    assert "the comment -->" not in block and "pi data" not in block
+    assert "before the comment" in block and "after the comment" in block and "after the pi" in block
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding", "expected"),
+    [
+        ("<meta charset='windows-1251'><p>Привет</p>".encode("cp1251"), None, "Привет"),
+        (
+            '<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1"><p>Größe</p>'.encode(
+                "latin-1"
+            ),
+            None,
+            "Größe",
+        ),
+        ("<p>Größe</p>".encode("latin-1"), "latin-1", "Größe"),  # given by the response
+        ("<p>Größe</p>".encode("utf-8"), None, "Größe"),  # no declaration: UTF-8
+        ("<p>Größe</p>".encode("cp1252"), None, "Größe"),  # not UTF-8: windows-1252
+        ("\ufeff<p>Größe</p>".encode("utf-16"), None, "Größe"),  # BOM wins
+        ("<meta charset='utf-16'><p>Größe</p>".encode("utf-8"), None, "Größe"),  # lying charset
+        ("<meta charset='no-such'><p>Größe</p>".encode("utf-8"), None, "Größe"),
+    ],
+)
+def test_decode(data, encoding, expected):
+    assert expected in decode_html(data, encoding)
+    root = parse_html(data, encoding)
+    assert expected in "".join(root.itertext())
+
+
+def test_xml_declaration_in_str():
+    page = '<?xml version="1.0" encoding="utf-8"?><html><body><p>Größe matters</p></body></html>'
+    assert extract(page).blocks == ["Größe matters"]
+    assert extract(page.encode()).blocks == ["Größe matters"]
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["", "   \n\t ", b"", b"\x00\x00", "<html></html>", "<!-- only a comment -->", b"\xff\xfe\xfa\xfb" * 10,
+     "<script>only()</script><style>x</style>", "<img src=a.png><img src=b.png>", "<<<>>><p<</",
+     "<html><body><p>unclosed <div><b>tags <i>everywhere"],
+)
+def test_bad_input_never_raises(page):
+    main = extract(page)
+    assert isinstance(main, MainText)
+
+
+def test_wrong_type():
+    with pytest.raises(TypeError, match="page must be"):
+        extract(42)
+
+
+def test_huge_page_is_capped():
+    paragraph = "<p>" + "the words of a long page go on and on " * 20 + "</p>\n"
+    page = "<html><body>" + paragraph * (10_000_000 // len(paragraph)) + "</body></html>"
+    assert len(page) > 9_000_000
+    main = extract(page)
+    assert 0 < sum(map(len, main.blocks)) <= MAX_TEXT_CHARS + len(paragraph)
+
+
+@pytest.mark.corpus
+def test_boilerplate_bars_on_corpus():
+    if corpus_dir() is None:
+        pytest.skip(ABSENT_REASON)
+    from bench.boilerplate import boilerplate_scores
+
+    scores = boilerplate_scores()
+    assert scores["pages"] > 400
+    assert scores["with_kept"] >= 0.90
+    assert scores["without_removed"] >= 0.80

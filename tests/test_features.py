@@ -1,0 +1,103 @@
+"""Tokens and spot signatures."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.extract import MainText
+
+# The module; ``scrapy_simhash.features`` is also the name of a re-exported function.
+F = importlib.import_module("scrapy_simhash.features")
+
+
+def test_tokenize_unicode():
+    assert F.tokenize("Hello, WORLD! Straße ＡＢＣ ﬁne foo_bar") == [
+        "hello", "world", "straße", "abc", "fine", "foo", "bar",
+    ]
+
+
+def test_tokens_with_digits_dropped():
+    assert F.tokenize("on 12 May 2024 at 10:30, item A4 costs 9€ v2beta") == [
+        "on", "may", "at", "item", "costs",
+    ]
+    assert F.tokenize("٣ apples and ３ pears") == ["apples", "and", "pears"]  # any Unicode digit
+
+
+def test_cjk_and_thai_split():
+    assert F.tokenize("東京は晴れです") == ["東", "京", "は", "晴", "れ", "で", "す"]
+    assert F.tokenize("中文abc的") == ["中", "文", "abc", "的"]
+    assert F.tokenize("ｶﾀｶﾅ") == ["カ", "タ", "カ", "ナ"]  # NFKC: half-width katakana
+    # Thai: one token per base character with its combining marks.
+    assert F.tokenize("ที่นี้มี") == ["ที่", "นี้", "มี"]
+    assert F.tokenize("한국어 문장") == ["한국어", "문장"]  # Korean has spaces
+
+
+def test_antecedents():
+    ante = F.antecedents()
+    assert {"the", "is", "der", "ist", "le", "est", "el", "の", "は", "的", "了", "是", "ที่"} <= ante
+    # No navigation vocabulary.
+    assert not {"home", "next", "page", "more", "help", "new", "click", "in", "to", "of"} & ante
+    assert all(F.tokenize(w) == [w] for w in ante)
+    assert 100 < len(ante) < 600
+
+
+def test_spots_golden():
+    counts: dict[str, float] = {}
+    F.spots(F.tokenize("The cat is on the mat and it was the best of the times"), counts)
+    # CHAIN = 1: each antecedent and the next non-antecedent token.
+    assert counts == {
+        "the cat": 1, "is mat": 1, "on mat": 1, "the mat": 1,
+        "it best": 1, "was best": 1, "the best": 1, "the times": 1,
+    }
+
+
+def test_spots_weight_is_count_and_menus_anchor_nothing():
+    counts: dict[str, float] = {}
+    F.spots(F.tokenize("Home News Sport Weather Contact Login Next Page"), counts)
+    assert counts == {}
+    F.spots(F.tokenize("the cat sat. The cat ran. THE CAT!"), counts)
+    assert counts == {"the cat": 3}
+
+
+def test_spots_cjk():
+    counts: dict[str, float] = {}
+    F.spots(F.tokenize("猫は魚を食べた"), counts)
+    assert counts == {"は 魚": 1, "を 食": 1}  # た ends the text: no chain
+
+
+def test_main_text_features():
+    main = MainText("Night trains 2024", ["A new timetable"], ["The train is late.", "It is."])
+    feats = F.main_text_features(main)
+    assert feats == {
+        "the train": 1.0,
+        "is late": 1.0,
+        "title:night": F.TITLE_WEIGHT,
+        "title:trains": F.TITLE_WEIGHT,
+        "h:a": F.HEADING_WEIGHT,
+        "h:new": F.HEADING_WEIGHT,
+        "h:timetable": F.HEADING_WEIGHT,
+    }
+
+
+def _reference_spots(tokens: list[str]) -> Counter:
+    """Brute force: for each antecedent, the next CHAIN non-antecedent tokens."""
+    ante = F.antecedents()
+    out: Counter = Counter()
+    for i, t in enumerate(tokens):
+        if t in ante:
+            chain = [u for u in tokens[i + 1 :] if u not in ante][: F.CHAIN]
+            if chain:
+                out[" ".join([t, *chain])] += 1
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["the", "is", "a", "der", "cat", "dog", "mat", "の", "猫"]), max_size=30))
+def test_spots_match_brute_force(tokens):
+    counts: dict[str, float] = {}
+    F.spots(tokens, counts)
+    assert counts == dict(_reference_spots(tokens))
