@@ -48,7 +48,6 @@ __all__ = [
 _SKIP_TEXT = frozenset({"script", "style", "noscript", "template", "textarea"})
 _TOKEN_SPLIT = re.compile(r"[\s\-_]+")
 _WORD = re.compile(r"[^\W\d_]+")
-_WS = re.compile(r"\s+")
 
 
 # --------------------------------------------------------------------------- tree helpers

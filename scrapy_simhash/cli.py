@@ -564,8 +564,10 @@ def read_drop_log(path: str, problems: Problems) -> list[Drop]:
                     obj = json.loads(line)
                     drops.append(Drop(str(obj["url"]), str(obj["duplicate_of"]),
                                       int(obj["distance"]), str(obj.get("action", "drop"))))
-                except (ValueError, KeyError, TypeError) as exc:
-                    problems.add(path, line_no, f"bad drop record: {exc!r}")
+                except KeyError as exc:
+                    problems.add(path, line_no, f"bad drop record: no {exc} field")
+                except (ValueError, TypeError) as exc:
+                    problems.add(path, line_no, f"bad drop record: {exc}")
     except OSError as exc:
         raise InputError(path, None, exc.strerror or str(exc)) from None
     return drops
@@ -762,6 +764,7 @@ def draw_distances(path: str, nearest: np.ndarray, drops: np.ndarray, k: int,
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         raise UsageProblem(
             "--plot needs matplotlib: pip install 'scrapy-simhash[plot]'") from None
@@ -779,6 +782,7 @@ def draw_distances(path: str, nearest: np.ndarray, drops: np.ndarray, k: int,
         ax.set_xlim(-0.5, min(64.5, top + 0.5))
         ax.set_xlabel("Hamming distance (bits)")
         ax.set_ylabel("pages")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, format="png")

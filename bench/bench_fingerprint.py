@@ -1,0 +1,168 @@
+"""Speed of the fingerprint pipeline on the corpus web pages, with peers side by side.
+
+Stages, each timed per page as the minimum of ``--repeat`` runs, then the median
+and p90 over pages (one process, one core):
+
+* ``parse``: HTML bytes -> lxml tree (:func:`scrapy_simhash.extract.parse_html`,
+  decoding included);
+* ``extract``: tree -> title, headings, main-text blocks;
+* ``features``: main text -> weighted spot signatures;
+* ``simhash``: features -> 64-bit fingerprint;
+* ``tree -> fp``: extract + features + simhash on an already parsed tree (bar: 1 ms);
+* ``bytes -> fp``: the same including the parse (bar: 2.5 ms);
+* ``parsel tree -> fp``: extract + features + simhash on ``Selector(text).root``,
+  the tree Scrapy's ``response.selector`` holds (lxml.html element classes,
+  comments kept).
+
+Peers, timed in the same run on the same pages. Each gets the page's main text
+as one ``str`` (our extractor's title, headings and blocks joined by newlines,
+extracted outside the timer; they have no extractor of their own here):
+
+* ``simhash.Simhash(text)`` (PyPI ``simhash``, 64 bits, its default tokenizer);
+* ``trafilatura.deduplication.Simhash(text)``;
+* ``datasketch.MinHash(num_perm=128)`` updated with the UTF-8 bytes of the
+  text's whitespace-separated words (``update_batch``).
+
+Usage: ``python bench/bench_fingerprint.py [--limit N] [--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.corpus import ABSENT_REASON, corpus_dir, web_pages  # noqa: E402
+from scrapy_simhash.extract import extract, parse_html  # noqa: E402
+
+FP = importlib.import_module("scrapy_simhash.fingerprint")
+FE = importlib.import_module("scrapy_simhash.features")
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peer_time(fn: Callable[[], object], repeat: int, failures: dict[str, int], name: str):
+    """``best_of``, or None when the peer raises (counted in ``failures``)."""
+    try:
+        return best_of(fn, repeat)
+    except (OverflowError, ValueError):
+        failures[name] = failures.get(name, 0) + 1
+        return None
+
+
+def summary(times: list[float]) -> tuple[float, float]:
+    """(median, p90) in milliseconds."""
+    ordered = sorted(times)
+    return statistics.median(ordered) * 1e3, ordered[int(0.9 * (len(ordered) - 1))] * 1e3
+
+
+def run(limit: int | None = None, repeat: int = 5) -> list[str]:
+    from datasketch import MinHash
+    from parsel import Selector
+    from simhash import Simhash as PyPISimhash
+    from trafilatura.deduplication import Simhash as TrafilaturaSimhash
+
+    pages = [path.read_bytes() for _url, path, _ann in web_pages()[:limit]]
+    stages: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "parse", "extract", "features", "simhash", "tree -> fp", "bytes -> fp",
+            "parsel tree -> fp",
+        )
+    }
+    peers: dict[str, list[float]] = {"simhash (PyPI)": [], "trafilatura Simhash": [], "datasketch MinHash": []}
+    sizes, text_sizes = [], []
+    failures: dict[str, int] = {}
+
+    def minhash(text: str) -> MinHash:
+        m = MinHash(num_perm=128)
+        m.update_batch([w.encode("utf-8") for w in text.split()])
+        return m
+
+    for data in pages:
+        root = parse_html(data)
+        main = extract(root)
+        feats = FE.main_text_features(main)
+        text = "\n".join([main.title, *main.headings, *main.blocks])
+        parsel_root = Selector(text=data.decode("utf-8", errors="replace")).root
+        sizes.append(len(data))
+        text_sizes.append(len(text))
+        stages["parse"].append(best_of(lambda: parse_html(data), repeat))
+        stages["extract"].append(best_of(lambda: extract(root), repeat))
+        stages["features"].append(best_of(lambda: FE.main_text_features(main), repeat))
+        stages["simhash"].append(best_of(lambda: FP.simhash(feats), repeat))
+        stages["tree -> fp"].append(best_of(lambda: FP.fingerprint(root), repeat))
+        stages["bytes -> fp"].append(best_of(lambda: FP.fingerprint(data), repeat))
+        stages["parsel tree -> fp"].append(best_of(lambda: FP.fingerprint(parsel_root), repeat))
+        for name, fn in (
+            ("simhash (PyPI)", lambda: PyPISimhash(text)),
+            ("trafilatura Simhash", lambda: TrafilaturaSimhash(text)),
+            ("datasketch MinHash", lambda: minhash(text)),
+        ):
+            seconds = peer_time(fn, repeat, failures, name)
+            if seconds is not None:
+                peers[name].append(seconds)
+
+    lines = [
+        f"{len(pages)} corpus web pages (median {statistics.median(sizes) / 1024:.0f} KiB HTML, "
+        f"median main text {statistics.median(text_sizes):.0f} chars), best of {repeat} per page, "
+        f"Python {platform.python_version()}, one core",
+        "",
+        f"{'stage':<22}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}",
+    ]
+    for name, times in stages.items():
+        med, p90 = summary(times)
+        lines.append(f"{name:<22}{med:>10.3f}{p90:>10.3f}{1e3 / med:>10.0f}")
+    ours, _ = summary(stages["tree -> fp"])
+    lines += [
+        "",
+        "peers on the main text (str), same pages, same run; ratio = peer median / ours (tree -> fp)",
+        f"{'peer':<22}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}{'ratio':>8}",
+    ]
+    for name, times in peers.items():
+        med, p90 = summary(times)
+        lines.append(f"{name:<22}{med:>10.3f}{p90:>10.3f}{1e3 / med:>10.0f}{med / ours:>8.1f}")
+    for name, count in failures.items():
+        lines.append(
+            f"  {name} raised on {count} pages (left out of its figures; PyPI simhash 2.1 "
+            "overflows uint8 weights under numpy 2 when a shingle occurs > 255 times)"
+        )
+    tree, _ = summary(stages["tree -> fp"])
+    full, _ = summary(stages["bytes -> fp"])
+    lines += [
+        "",
+        f"{'PASS' if tree <= 1.0 else 'FAIL'}  tree -> fp median {tree:.3f} ms <= 1 ms",
+        f"{'PASS' if full <= 2.5 else 'FAIL'}  bytes -> fp median {full:.3f} ms <= 2.5 ms",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="first N pages only")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per page and stage")
+    args = parser.parse_args(argv)
+    if corpus_dir() is None:
+        print(ABSENT_REASON)
+        return 1
+    print("\n".join(run(args.limit, args.repeat)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
