@@ -85,7 +85,9 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
             "parsel tree -> fp",
         )
     }
-    peers: dict[str, list[float]] = {"simhash (PyPI)": [], "trafilatura Simhash": [], "datasketch MinHash": []}
+    peers: dict[str, list[float]] = {
+        k: [] for k in ("simhash (PyPI)", "trafilatura Simhash", "datasketch MinHash")
+    }
     sizes, text_sizes = [], []
     failures: dict[str, int] = {}
 
@@ -131,7 +133,8 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
     ours, _ = summary(stages["tree -> fp"])
     lines += [
         "",
-        "peers on the main text (str), same pages, same run; ratio = peer median / ours (tree -> fp)",
+        "peers on the main text (str), same pages, same run; "
+        "ratio = peer median / ours (tree -> fp)",
         f"{'peer':<22}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}{'ratio':>8}",
     ]
     for name, times in peers.items():

@@ -176,7 +176,7 @@ def report(args, seconds, cpu, last_stats) -> None:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--responses", type=int, default=1500)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
     return parser.parse_args()
 

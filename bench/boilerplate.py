@@ -37,7 +37,7 @@ def boilerplate_scores(limit: int | None = None) -> dict[str, float]:
     tp = fn = fp = tn = 0
     for _url, path, ann in pages:
         main = extract(path.read_bytes())
-        text = _norm(" \n ".join([main.title, *main.headings, *main.blocks]))
+        text = _norm(" \n ".join([main.title, *main.headings, *main.blocks, *main.code]))
         for segment in ann.get("with", []):
             if _norm(segment) in text:
                 tp += 1

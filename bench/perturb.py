@@ -21,6 +21,7 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from html import escape
 
 import lxml.html
 from lxml import etree
@@ -137,7 +138,21 @@ def _text_slots(el: etree._Element) -> list[tuple[etree._Element, str]]:
 
 
 _BLOCK = frozenset(
-    {"article", "main", "section", "div", "td", "body", "form", "center", "dd", "table", "tbody", "ul", "ol"}
+    {
+        "article",
+        "main",
+        "section",
+        "div",
+        "td",
+        "body",
+        "form",
+        "center",
+        "dd",
+        "table",
+        "tbody",
+        "ul",
+        "ol",
+    }
 )
 
 
@@ -165,9 +180,13 @@ def find_main(
             count = sum(s in text for s in wanted)
             if not count:
                 continue
-            if el.tag in _BLOCK and (count > best_count or (count == best_count and len(text) < best_len)):
+            if el.tag in _BLOCK and (
+                count > best_count or (count == best_count and len(text) < best_len)
+            ):
                 best, best_count, best_len = el, count, len(text)
-            stack.extend(child for child in el if isinstance(child.tag, str) and child.tag not in _SKIP_TEXT)
+            stack.extend(
+                child for child in el if isinstance(child.tag, str) and child.tag not in _SKIP_TEXT
+            )
         if best is None:
             return None
 
@@ -178,7 +197,12 @@ def find_main(
         limit = outside(best)
         while True:
             parent = best.getparent()
-            if parent is None or parent is body or parent.tag in ("body", "html") or outside(parent) != limit:
+            if (
+                parent is None
+                or parent is body
+                or parent.tag in ("body", "html")
+                or outside(parent) != limit
+            ):
                 return best
             best = parent
     scores: dict[etree._Element, int] = {}
@@ -224,22 +248,34 @@ def _ad_block(rng: random.Random) -> lxml.html.HtmlElement:
     label = rng.choice(_AD_TITLES)
     slot = rng.randrange(10**9, 10**10)
     shapes = (
-        f'<div class="ad ad-container"><span class="ad-label">{label}</span>'
-        f'<ins class="adsbygoogle" style="display:block" data-ad-client="ca-pub-{slot}" '
-        f'data-ad-slot="{slot % 10**6}"><a href="https://ads.example.com/c?{slot}">{text}</a></ins></div>',
-        f'<div class="sponsored-content"><p class="sponsored-label">{label}</p>'
-        f'<a href="https://promo.example.com/{slot}"><h4>{text.split(".")[0]}</h4><p>{text}</p></a></div>',
-        f'<aside class="ad-slot ad-slot--inline" id="div-gpt-ad-{slot}"><div class="advertisement">'
-        f"<small>{label}</small><p>{text}</p></div></aside>",
-        f'<div id="taboola-below-article-{slot % 1000}" class="trc_related_container sponsored">'
-        f'<div class="trc_header">{label}</div><a href="https://trc.example.com/{slot}">{text}</a></div>',
-        f'<div class="banner-ad dfp-ad" data-slot="{slot}"><a href="https://ad.example.net/{slot}">'
-        f"<strong>{label}</strong> {text}</a></div>",
+        (
+            f'<div class="ad ad-container"><span class="ad-label">{label}</span>'
+            f'<ins class="adsbygoogle" style="display:block" data-ad-client="ca-pub-{slot}" '
+            f'data-ad-slot="{slot % 10**6}"><a href="https://ads.example.com/c?{slot}">{text}</a></ins></div>'
+        ),
+        (
+            f'<div class="sponsored-content"><p class="sponsored-label">{label}</p>'
+            f'<a href="https://promo.example.com/{slot}"><h4>{text.split(".")[0]}</h4><p>{text}</p></a></div>'
+        ),
+        (
+            f'<aside class="ad-slot ad-slot--inline" id="div-gpt-ad-{slot}"><div class="advertisement">'
+            f"<small>{label}</small><p>{text}</p></div></aside>"
+        ),
+        (
+            f'<div id="taboola-below-article-{slot % 1000}" class="trc_related_container sponsored">'
+            f'<div class="trc_header">{label}</div><a href="https://trc.example.com/{slot}">{text}</a></div>'
+        ),
+        (
+            f'<div class="banner-ad dfp-ad" data-slot="{slot}"><a href="https://ad.example.net/{slot}">'
+            f"<strong>{label}</strong> {text}</a></div>"
+        ),
     )
     return lxml.html.fragment_fromstring(rng.choice(shapes))
 
 
-def insert_ads(root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None) -> int:
+def insert_ads(
+    root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None
+) -> int:
     """Insert 3-5 ad containers: a leaderboard, ads between the article's blocks, one at the end."""
     body = body_of(root)
     main = main if main is not None else find_main(root)
@@ -262,11 +298,63 @@ def insert_ads(root: lxml.html.HtmlElement, rng: random.Random, main: etree._Ele
 # --------------------------------------------------------------------------- dates and counters
 
 _MONTHS = {
-    "en": "January February March April May June July August September October November December".split(),
-    "en3": "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(),
-    "de": "Januar Februar März April Mai Juni Juli August September Oktober November Dezember".split(),
-    "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(),
-    "es": "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split(),
+    "en": [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ],
+    "en3": ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"],
+    "de": [
+        "Januar",
+        "Februar",
+        "März",
+        "April",
+        "Mai",
+        "Juni",
+        "Juli",
+        "August",
+        "September",
+        "Oktober",
+        "November",
+        "Dezember",
+    ],
+    "fr": [
+        "janvier",
+        "février",
+        "mars",
+        "avril",
+        "mai",
+        "juin",
+        "juillet",
+        "août",
+        "septembre",
+        "octobre",
+        "novembre",
+        "décembre",
+    ],
+    "es": [
+        "enero",
+        "febrero",
+        "marzo",
+        "abril",
+        "mayo",
+        "junio",
+        "julio",
+        "agosto",
+        "septiembre",
+        "octubre",
+        "noviembre",
+        "diciembre",
+    ],
 }
 _MONTH_RE = "|".join(
     sorted({re.escape(m) for names in _MONTHS.values() for m in names}, key=len, reverse=True)
@@ -277,7 +365,9 @@ _UNITS = {
     "fr": ("secondes", "minutes", "heures", "jours", "semaines"),
     "es": ("segundos", "minutos", "horas", "días", "semanas"),
 }
-_UNIT_RE = "|".join(sorted({u.rstrip("s") + "s?" for us in _UNITS.values() for u in us}, key=len, reverse=True))
+_UNIT_RE = "|".join(
+    sorted({u.rstrip("s") + "s?" for us in _UNITS.values() for u in us}, key=len, reverse=True)
+)
 _COUNTER_WORDS = (
     r"views?|comments?|likes?|shares?|reads?|replies|reply|votes?|followers?|visits?|downloads?|"
     r"Kommentare?|Aufrufe|Leser|Antworten|Bewertungen|commentaires?|vues|réponses|comentarios?|visitas"
@@ -288,18 +378,20 @@ _DATE_PATTERNS = (
     # 05.04.2023, 5/4/23
     re.compile(r"\b[0-3]?\d[./][01]?\d[./](?:19|20)?\d\d\b"),
     # April 5, 2023 / Apr. 5th 2023
-    re.compile(rf"\b(?:{_MONTH_RE})\.? [0-3]?\d(?:st|nd|rd|th)?,? (?:19|20)\d\d\b", re.I),
+    re.compile(rf"\b(?:{_MONTH_RE})\.? [0-3]?\d(?:st|nd|rd|th)?,? (?:19|20)\d\d\b", re.IGNORECASE),
     # 5 April 2023 / 5. April 2023 / 5 de abril de 2023
-    re.compile(rf"\b[0-3]?\d\.? (?:de )?(?:{_MONTH_RE})\.?,? (?:de )?(?:19|20)\d\d\b", re.I),
+    re.compile(
+        rf"\b[0-3]?\d\.? (?:de )?(?:{_MONTH_RE})\.?,? (?:de )?(?:19|20)\d\d\b", re.IGNORECASE
+    ),
     # 10:20, 10:20:30, 9:05 pm
-    re.compile(r"\b[0-2]?\d:[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\.?)?(?![\d:])", re.I),
+    re.compile(r"\b[0-2]?\d:[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\.?)?(?![\d:])", re.IGNORECASE),
 )
 _RELATIVE = re.compile(
     rf"\b(?:(?P<n>\d+)|an?) (?P<unit>{_UNIT_RE}) ago\b|\bvor (?P<n2>\d+|einer?) (?P<unit2>{_UNIT_RE})\b"
     rf"|\bil y a (?P<n3>\d+) (?P<unit3>{_UNIT_RE})\b|\bhace (?P<n4>\d+) (?P<unit4>{_UNIT_RE})\b",
-    re.I,
+    re.IGNORECASE,
 )
-_MAYBE = re.compile(r"\d|\bago\b|\bvor ein", re.I)
+_MAYBE = re.compile(r"\d|\bago\b|\bvor ein", re.IGNORECASE)
 _COUNTER = re.compile(
     rf"\b\d{{1,3}}(?:[,.\u202f\u00a0 ]\d{{3}})*(?:[.,]\d)?\s?[kKM]?\s+(?:{_COUNTER_WORDS})\b"
     rf"|\b(?:{_COUNTER_WORDS})\s?:?\s?\d[\d,.]*\b"
@@ -342,18 +434,18 @@ def _change_month(text: str, rng: random.Random) -> str:
                 return new.lower() if word.islower() else new
         return word
 
-    return re.sub(rf"(?<!\w)(?:{_MONTH_RE})(?!\w)", repl, text, flags=re.I)
+    return re.sub(rf"(?<!\w)(?:{_MONTH_RE})(?!\w)", repl, text, flags=re.IGNORECASE)
 
 
 def _relative(match: re.Match, rng: random.Random) -> str:
     text = match.group()
-    for lang, units in _UNITS.items():
+    for units in _UNITS.values():
         for unit in units:
-            if re.search(rf"\b{re.escape(unit.rstrip('s'))}", text, re.I):
+            if re.search(rf"\b{re.escape(unit.rstrip('s'))}", text, re.IGNORECASE):
                 new_unit = rng.choice(units)
                 n = str(rng.randint(2, 59))
-                out = re.sub(rf"\b(?:{_UNIT_RE})\b", new_unit, text, count=1, flags=re.I)
-                return re.sub(r"\b(?:\d+|an?|einer?)\b(?= )", n, out, count=1, flags=re.I)
+                out = re.sub(rf"\b(?:{_UNIT_RE})\b", new_unit, text, count=1, flags=re.IGNORECASE)
+                return re.sub(r"\b(?:\d+|an?|einer?)\b(?= )", n, out, count=1, flags=re.IGNORECASE)
     return _shift_digits(match, rng)
 
 
@@ -390,7 +482,9 @@ def count_timestamps(root: lxml.html.HtmlElement) -> int:
     return sum(_rewrite_text(getattr(n, a), rng)[1] for n, a in _text_slots(body_of(root)))
 
 
-def change_timestamps(root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None) -> int:
+def change_timestamps(
+    root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None
+) -> int:
     """Change dates, times, "1,234 views" counters and "5 minutes ago" phrases everywhere.
 
     ``<time datetime>`` attributes follow.  A page without any gets a byline with
@@ -426,12 +520,44 @@ def change_timestamps(root: lxml.html.HtmlElement, rng: random.Random, main: etr
 
 _NAV_ROLES = frozenset({"navigation", "menubar", "menu", "banner"})
 _NAV_TOKENS = frozenset(
-    {"nav", "navbar", "navigation", "menu", "mainmenu", "main-menu", "topnav", "topmenu", "menubar", "subnav",
-     "header", "masthead", "navi", "hauptnavigation", "breadcrumb", "breadcrumbs"}
+    {
+        "nav",
+        "navbar",
+        "navigation",
+        "menu",
+        "mainmenu",
+        "main-menu",
+        "topnav",
+        "topmenu",
+        "menubar",
+        "subnav",
+        "header",
+        "masthead",
+        "navi",
+        "hauptnavigation",
+        "breadcrumb",
+        "breadcrumbs",
+    }
 )
 _MENU_ITEMS = (
-    "Podcasts", "Newsletter", "Shop", "Events", "Jobs", "Videos", "Deals", "Magazin", "Kontakt", "Services",
-    "Blog", "Community", "Termine", "Actualités", "Archive", "Gallery", "Subscribe", "Login",
+    "Podcasts",
+    "Newsletter",
+    "Shop",
+    "Events",
+    "Jobs",
+    "Videos",
+    "Deals",
+    "Magazin",
+    "Kontakt",
+    "Services",
+    "Blog",
+    "Community",
+    "Termine",
+    "Actualités",
+    "Archive",
+    "Gallery",
+    "Subscribe",
+    "Login",
 )
 
 
@@ -477,7 +603,9 @@ def _menu_item(template: etree._Element, rng: random.Random) -> etree._Element:
     return item
 
 
-def rotate_navigation(root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None) -> int:
+def rotate_navigation(
+    root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None
+) -> int:
     """Rotate the order of every menu's items, drop one item and add a new one.
 
     A page without a menu gets a navigation bar at the top of the body.
@@ -485,7 +613,9 @@ def rotate_navigation(root: lxml.html.HtmlElement, rng: random.Random, main: etr
     changes = 0
     for menu in nav_menus(root):
         tag = "a" if menu.tag not in ("ul", "ol") else "li"
-        items = [el for el in menu if el.tag == tag and (tag == "a" or el.find(".//a") is not None)]
+        items = [
+            el for el in menu if el.tag == tag and (tag == "a" or el.find(".//a") is not None)
+        ]
         if len(items) < 3:
             continue
         first = list(menu).index(items[0])
@@ -503,7 +633,12 @@ def rotate_navigation(root: lxml.html.HtmlElement, rng: random.Random, main: etr
     if changes == 0:
         labels = rng.sample(_MENU_ITEMS, 6)
         links = "".join(f'<li><a href="/{x.lower()}">{x}</a></li>' for x in labels)
-        body_of(root).insert(0, lxml.html.fragment_fromstring(f'<nav class="main-nav"><ul class="menu">{links}</ul></nav>'))
+        body_of(root).insert(
+            0,
+            lxml.html.fragment_fromstring(
+                f'<nav class="main-nav"><ul class="menu">{links}</ul></nav>'
+            ),
+        )
         changes = 1
     return changes
 
@@ -511,8 +646,30 @@ def rotate_navigation(root: lxml.html.HtmlElement, rng: random.Random, main: etr
 # --------------------------------------------------------------------------- sidebar
 
 _SIDEBAR_ROLES = frozenset({"complementary"})
-_SIDEBAR_TOKENS = frozenset({"sidebar", "side", "aside", "widget-area", "widgets", "secondary", "rail", "sidebar-right", "sidebar-left", "marginal", "seitenleiste"})
-_TEASER_HEADINGS = ("Most read", "Related", "Meistgelesen", "Trending now", "Lire aussi", "More stories", "Top-Themen")
+_SIDEBAR_TOKENS = frozenset(
+    {
+        "sidebar",
+        "side",
+        "aside",
+        "widget-area",
+        "widgets",
+        "secondary",
+        "rail",
+        "sidebar-right",
+        "sidebar-left",
+        "marginal",
+        "seitenleiste",
+    }
+)
+_TEASER_HEADINGS = (
+    "Most read",
+    "Related",
+    "Meistgelesen",
+    "Trending now",
+    "Lire aussi",
+    "More stories",
+    "Top-Themen",
+)
 DEFAULT_TEASERS = (
     "How the city plans to rebuild its old harbour district",
     "Ten questions you should ask before you buy a used car",
@@ -531,7 +688,11 @@ def sidebars(root: lxml.html.HtmlElement, main: etree._Element | None) -> list[e
     total = max(_text_len(body), 1)
     found: list[etree._Element] = []
     for el in _elements(body):
-        if not (el.tag == "aside" or el.get("role", "").lower() in _SIDEBAR_ROLES or _tokens(el) & _SIDEBAR_TOKENS):
+        if not (
+            el.tag == "aside"
+            or el.get("role", "").lower() in _SIDEBAR_ROLES
+            or _tokens(el) & _SIDEBAR_TOKENS
+        ):
             continue
         if el is body or any(a in found for a in el.iterancestors()):
             continue
@@ -543,16 +704,19 @@ def sidebars(root: lxml.html.HtmlElement, main: etree._Element | None) -> list[e
     return found
 
 
-def _teaser_box(rng: random.Random, teasers: Sequence[str]) -> list[etree._Element]:
+def _teaser_box(rng: random.Random, teasers: Sequence[str]) -> etree._Element:
+    """A widget of 3-5 teasers; a teaser is ``"title"`` or ``"title\tsnippet"``."""
     chosen = rng.sample(list(teasers), min(len(teasers), rng.randint(3, 5)))
     items = []
     for i, teaser in enumerate(chosen):
-        words = teaser.split()
-        title = " ".join(words[:12])
-        snippet = f"<p>{' '.join(words[12:40])}</p>" if len(words) > 12 else ""
-        items.append(f'<li class="teaser"><a href="/story/{page_seed(teaser) % 10**6}-{i}">{title}</a>{snippet}</li>')
-    html = f'<div class="widget"><h3 class="widget-title">{rng.choice(_TEASER_HEADINGS)}</h3><ul>{"".join(items)}</ul></div>'
-    return [lxml.html.fragment_fromstring(html)]
+        title, _, snippet = (escape(part.strip()) for part in teaser.partition("\t"))
+        href = f"/story/{page_seed(teaser) % 10**6}-{i}"
+        para = f"<p>{snippet}</p>" if snippet else ""
+        items.append(f'<li class="teaser"><a href="{href}">{title}</a>{para}</li>')
+    heading = escape(rng.choice(_TEASER_HEADINGS))
+    return lxml.html.fragment_fromstring(
+        f'<div class="widget"><h3 class="widget-title">{heading}</h3><ul>{"".join(items)}</ul></div>'
+    )
 
 
 def swap_sidebar(
@@ -561,7 +725,7 @@ def swap_sidebar(
     main: etree._Element | None = None,
     teasers: Sequence[str] = DEFAULT_TEASERS,
 ) -> int:
-    """Replace every sidebar's content by other teasers (links, some with a snippet).
+    """Replace every sidebar's content by other teasers (``"title"`` or ``"title\tsnippet"``).
 
     Sidebars: ``aside``, ``role=complementary`` and sidebar class/id tokens, never an
     element around the main content.  A page without one gets an ``aside.sidebar``
@@ -574,13 +738,11 @@ def swap_sidebar(
         for child in list(side):
             side.remove(child)
         side.text = None
-        for el in _teaser_box(rng, teasers):
-            side.append(el)
+        side.append(_teaser_box(rng, teasers))
         changes += 1
     if changes == 0:
         aside = lxml.html.fragment_fromstring('<aside class="sidebar"></aside>')
-        for el in _teaser_box(rng, teasers):
-            aside.append(el)
+        aside.append(_teaser_box(rng, teasers))
         body = body_of(root)
         if main is not None and main is not body and main.getparent() is not None:
             main.addnext(aside)
@@ -594,13 +756,20 @@ def swap_sidebar(
 
 
 def edit_words(
-    root: lxml.html.HtmlElement, rng: random.Random, main: etree._Element | None = None, share: float = 0.01
+    root: lxml.html.HtmlElement,
+    rng: random.Random,
+    main: etree._Element | None = None,
+    share: float = 0.01,
 ) -> int:
     """Edit ``share`` of the main text's words (at least one): replace, delete or insert a word."""
     main = main if main is not None else find_main(root)
     target = main if main is not None else body_of(root)
     slots = _text_slots(target)
-    words = [(i, m.start(), m.end()) for i, (node, attr) in enumerate(slots) for m in _WORD.finditer(getattr(node, attr))]
+    words = [
+        (i, m.start(), m.end())
+        for i, (node, attr) in enumerate(slots)
+        for m in _WORD.finditer(getattr(node, attr))
+    ]
     if not words:
         return 0
     vocabulary = sorted({getattr(slots[i][0], slots[i][1])[s:e] for i, s, e in words})
@@ -617,7 +786,11 @@ def edit_words(
                 other = vocabulary[(vocabulary.index(other) + 1) % len(vocabulary)]
             text = text[:start] + other + text[end:]
         elif op == "delete":
-            text = text[:start] + text[end:].lstrip(" ") if end < len(text) else text[:start].rstrip(" ")
+            text = (
+                text[:start] + text[end:].lstrip(" ")
+                if end < len(text)
+                else text[:start].rstrip(" ")
+            )
         else:
             text = text[:end] + " " + other + text[end:]
         _set_text(node, attr, text)

@@ -34,6 +34,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +43,8 @@ from w3lib.encoding import html_to_unicode
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import perturb as P  # noqa: E402
-from bench.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages  # noqa: E402
+from bench import perturb as P
+from bench.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages
 
 # The module, not the function of the same name that ``scrapy_simhash`` re-exports.
 F = importlib.import_module("scrapy_simhash.fingerprint")
@@ -52,6 +53,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "quality.txt"
 KS = range(9)
 NO_FP = 99  # distance recorded when a side has no fingerprint: never within any k
 MIN_MAIN_WORDS = 50
+MAX_TEMPLATE_PROSE = 100  # a template page's prose outside its main content, in words
 DUP_JACCARD = 0.5
 SHINGLE = 5
 DOC_SITES = {"python-3.11": "//div[@role='main']", "django-3.2": "//div[@id='yui-main']"}
@@ -100,6 +102,7 @@ class Page:
     main_path: str | None = None
     teasers: list[str] = field(default_factory=list)
     own: frozenset[str] = frozenset()  # perturbation targets the page has itself
+    outside_prose: int = 0  # words of prose paragraphs outside the main element
 
 
 # --------------------------------------------------------------------------- loading
@@ -131,14 +134,23 @@ def _teasers(root) -> list[str]:
     paragraphs = [p for p in paragraphs if len(p.split()) >= 20]
     out = titles[:8]
     for title, para in zip(titles[8:10], paragraphs):
-        out.append(f"{title} {' '.join(para.split()[:25])}")
+        out.append(f"{title}\t{' '.join(para.split()[:25])}")
     return out
+
+
+def _prose_outside(root, main) -> int:
+    """Words in paragraphs of 15+ words outside ``main``: a second article, a thread, comments."""
+    inside = set(main.iter("p"))
+    sizes = (len(p.text_content().split()) for p in P.body_of(root).iter("p") if p not in inside)
+    return sum(n for n in sizes if n >= 15)
 
 
 def load_web(sample: int | None, seed: int) -> list[Page]:
     entries = web_pages()
     if sample:
-        entries = sorted(random.Random(seed).sample(entries, min(sample, len(entries))), key=lambda e: e[0])
+        entries = sorted(
+            random.Random(seed).sample(entries, min(sample, len(entries))), key=lambda e: e[0]
+        )
     pages = []
     for url, path, ann in entries:
         text = decode(path.read_bytes())
@@ -151,6 +163,7 @@ def load_web(sample: int | None, seed: int) -> list[Page]:
             page.shingles = shingles(main_text)
             page.letter_shingles = shingles(main_text, digits=False)
             page.main_path = root.getroottree().getpath(main)
+            page.outside_prose = _prose_outside(root, main)
         page.teasers = _teasers(root)
         page.own = frozenset(
             kind
@@ -176,7 +189,9 @@ def load_docs(site: str, sample: int | None, seed: int) -> list[Page]:
         root = P.parse(text)
         found = root.xpath(DOC_SITES[site]) or [P.body_of(root)]
         main_text = " ".join(el.text_content() for el in found)
-        page = Page(str(path.relative_to(base)), site, text, len(main_text.split()), shingles(main_text))
+        page = Page(
+            str(path.relative_to(base)), site, text, len(main_text.split()), shingles(main_text)
+        )
         page.letter_shingles = shingles(main_text, digits=False)
         pages.append(page)
     return pages
@@ -185,11 +200,26 @@ def load_docs(site: str, sample: int | None, seed: int) -> list[Page]:
 # --------------------------------------------------------------------------- fingerprints
 
 
-class Fingerprinter:
-    """Calls the public ``fingerprint()``; an exception counts as no fingerprint and is reported."""
+def trafilatura_text(text: str) -> str:
+    """The page reduced to trafilatura's main text, as paragraphs (the ``--extractor`` reference)."""
+    import trafilatura
 
-    def __init__(self, min_features: int | None) -> None:
+    main = trafilatura.extract(text, include_comments=False) or ""
+    paragraphs = "".join(f"<p>{escape(line)}</p>" for line in main.splitlines())
+    return f"<html><body>{paragraphs}</body></html>"
+
+
+class Fingerprinter:
+    """Calls the public ``fingerprint()``; an exception counts as no fingerprint and is reported.
+
+    With ``extractor="trafilatura"`` the page is first reduced to trafilatura's main
+    text: a reference showing what a strong (10x slower) extractor reaches with
+    our features and simhash.
+    """
+
+    def __init__(self, min_features: int | None, extractor: str = "ours") -> None:
         self.options = {} if min_features is None else {"min_features": min_features}
+        self.prepare = trafilatura_text if extractor == "trafilatura" else None
         self.errors: list[str] = []
         self.calls = 0
         self.seconds = 0.0
@@ -198,6 +228,8 @@ class Fingerprinter:
         self.calls += 1
         start = time.perf_counter()
         try:
+            if self.prepare is not None:
+                text = self.prepare(text)
             return F.fingerprint(text, **self.options)
         except Exception as exc:  # noqa: BLE001 - the harness keeps going and reports it
             self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -224,7 +256,12 @@ def distance(a: int | None, b: int | None) -> int:
 
 
 def positives(
-    pages: list[Page], fps: np.ndarray, valid: np.ndarray, fp: Fingerprinter, seed: int, report: Report
+    pages: list[Page],
+    fps: np.ndarray,
+    valid: np.ndarray,
+    fp: Fingerprinter,
+    seed: int,
+    report: Report,
 ) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
     """Distances original -> perturbed copy per kind over pages with enough main text, and the pages."""
     eligible = [i for i, p in enumerate(pages) if p.main_path and p.words >= MIN_MAIN_WORDS]
@@ -236,7 +273,11 @@ def positives(
     }
     dist: dict[str, list[int]] = {k: [] for k in ("identity", *kinds, "template")}
     who: dict[str, list[str]] = {k: [] for k in dist}
-    inserted = {k: sum(k not in pages[i].own for i in eligible) for k in ("timestamps", "navigation", "sidebar")}
+    templates = [i for i in eligible if pages[i].outside_prose <= MAX_TEMPLATE_PROSE]
+    inserted = {
+        k: sum(k not in pages[i].own for i in eligible)
+        for k in ("timestamps", "navigation", "sidebar")
+    }
     for i in eligible:
         page = pages[i]
         original = int(fps[i]) if valid[i] else None
@@ -247,7 +288,7 @@ def positives(
         rng = random.Random(P.page_seed(seed, page.name))
         teasers = pages[rng.choice(others)].teasers if others else []
         for kind, choose in kinds.items():
-            html, counts = P.perturb(
+            html, _counts = P.perturb(
                 page.text,
                 choose(i, rng),
                 P.page_seed(seed, page.name, kind),
@@ -256,8 +297,9 @@ def positives(
             )
             dist[kind].append(distance(original, fp(html, f"{page.name} [{kind}]")))
             who[kind].append(page.name)
-        if others:
-            j = rng.choice(others)
+        hosts = [j for j in templates if j != i]
+        if hosts:
+            j = rng.choice(hosts)
             article, template = P.parse(page.text), P.parse(pages[j].text)
             a_main = article.getroottree().xpath(page.main_path)[0]
             t_main = template.getroottree().xpath(pages[j].main_path)[0]
@@ -267,6 +309,10 @@ def positives(
     report(
         f"positives: {len(eligible)} of {len(pages)} web pages have >= {MIN_MAIN_WORDS} main-text words "
         "(annotated main element)"
+    )
+    report(
+        f"  template hosts: {len(templates)} of these pages, those with <= {MAX_TEMPLATE_PROSE} words of "
+        "prose paragraphs outside their main content (a template, not a second article or a thread)"
     )
     report(
         "  pages where the perturbation had nothing to change and inserted one instead: "
@@ -325,9 +371,12 @@ def all_pairs(
     i = np.concatenate(keep_i) if keep_i else np.zeros(0, np.int64)
     j = np.concatenate(keep_j) if keep_j else np.zeros(0, np.int64)
     d = np.concatenate(keep_d) if keep_d else np.zeros(0, np.int64)
-    jac = np.array([jaccard(pages[a].shingles, pages[b].shingles) for a, b in zip(i, j)], dtype=np.float64)
+    jac = np.array(
+        [jaccard(pages[a].shingles, pages[b].shingles) for a, b in zip(i, j)], dtype=np.float64
+    )
     letters = np.array(
-        [jaccard(pages[a].letter_shingles, pages[b].letter_shingles) for a, b in zip(i, j)], dtype=np.float64
+        [jaccard(pages[a].letter_shingles, pages[b].letter_shingles) for a, b in zip(i, j)],
+        dtype=np.float64,
     )
     return PairSet(label, total, i, j, d, jac, letters)
 
@@ -337,10 +386,137 @@ def worst(pairs: PairSet, pages: Sequence[Page], k: int, limit: int, report: Rep
     order = bad[np.lexsort((pairs.jac[bad], pairs.d[bad]))][:limit]
     for n in order:
         a, b = pages[pairs.i[n]].name, pages[pairs.j[n]].name
-        report(f"    d={pairs.d[n]}  J={pairs.jac[n]:.2f} (letters only {pairs.jac_letters[n]:.2f})  {a}  <->  {b}")
+        report(
+            f"    d={pairs.d[n]}  J={pairs.jac[n]:.2f} (letters only {pairs.jac_letters[n]:.2f})  {a}  <->  {b}"
+        )
 
 
 # --------------------------------------------------------------------------- main
+
+
+def abstentions(
+    web: list[Page],
+    web_ok: np.ndarray,
+    docs: dict[str, list[Page]],
+    docs_fp: dict[str, tuple[np.ndarray, np.ndarray]],
+    report: Report,
+) -> None:
+    """Pages left without a fingerprint among those with enough neutral main text."""
+    long_pages = np.array([p.words >= MIN_MAIN_WORDS for p in web])
+    no_fp = float((~web_ok[long_pages]).mean()) if long_pages.any() else 0.0
+    report(
+        f"no fingerprint: web {int((~web_ok[long_pages]).sum())} of {int(long_pages.sum())} pages with "
+        f">= {MIN_MAIN_WORDS} main-text words ({no_fp:.1%}); all web pages {int((~web_ok).sum())} of {len(web)}"
+    )
+    for site, (_, ok) in docs_fp.items():
+        longs = np.array([p.words >= MIN_MAIN_WORDS for p in docs[site]])
+        report(
+            f"no fingerprint: {site} {int((~ok[longs]).sum())} of {int(longs.sum())} pages with >= {MIN_MAIN_WORDS} words"
+        )
+    report.bar(
+        no_fp <= MAX_NO_FP,
+        f"no fingerprint among web pages with >= {MIN_MAIN_WORDS} main-text words: {no_fp:.1%} <= 5%",
+    )
+
+
+def curve(
+    pos: dict[str, np.ndarray], same: dict[str, PairSet], cross: PairSet, report: Report
+) -> None:
+    """The recall / false-match / precision table for k = 0..8."""
+    report()
+    report(
+        "Recall of positive pairs (original vs perturbed copy) and false matches (negative pairs), per k.\n"
+        "A side without a fingerprint is never a match. A negative is a pair of distinct pages with\n"
+        f"main-text {SHINGLE}-word-shingle Jaccard < {DUP_JACCARD}. precision = TP / (TP + FP): TP = positive pairs\n"
+        "(all kinds but identity) within k, FP = negative pairs within k (same-site docs + cross-site)."
+    )
+    kinds = [k for k in pos if len(pos[k])]
+    report(
+        "Columns: recall per positive kind, 'all' = recall over every positive pair; FP python/django = "
+        "non-duplicate same-site pairs, FP cross = cross-site pairs, within k."
+    )
+    header = (
+        f"{'k':>2} "
+        + " ".join(f"{k[:10]:>10}" for k in kinds)
+        + f" {'all':>6} "
+        + " ".join(f"{'FP ' + s.split('-')[0]:>10}" for s in DOC_SITES)
+        + f" {'FP cross':>8} {'precision':>9}"
+    )
+    report(header)
+    for k in KS:
+        recalls = [float((pos[kind] <= k).mean()) for kind in kinds]
+        tp_pairs = np.concatenate([pos[kind] for kind in kinds if kind != "identity"])
+        tp = int((tp_pairs <= k).sum())
+        fps = [int(same[s].within(k).sum()) for s in DOC_SITES]
+        fpx = int(cross.within(k).sum())
+        precision = tp / (tp + sum(fps) + fpx) if tp + sum(fps) + fpx else 1.0
+        report(
+            f"{k:>2} "
+            + " ".join(f"{r:>10.3f}" for r in recalls)
+            + f" {float((tp_pairs <= k).mean()):>6.3f} "
+            + " ".join(f"{n:>10d}" for n in fps)
+            + f" {fpx:>8d} {precision:>9.4f}"
+        )
+    report(
+        f"pairs examined: {len(pos.get('ads', []))} pages x {len(kinds) - 1} positive kinds; "
+        + ", ".join(f"{s} {same[s].total}" for s in DOC_SITES)
+        + f", cross-site {cross.total}"
+    )
+    for kind in kinds:
+        d = pos[kind]
+        finite = d[d != NO_FP]
+        med = f"{np.median(finite):.0f}" if len(finite) else "-"
+        report(
+            f"  {kind:<11} median distance {med:>2}, no fingerprint on a side: {int((d == NO_FP).sum())}"
+        )
+
+
+def negatives_and_bars(
+    args: argparse.Namespace,
+    pos: dict[str, np.ndarray],
+    who: dict[str, list[str]],
+    same: dict[str, PairSet],
+    cross: PairSet,
+    docs: dict[str, list[Page]],
+    everything: list[Page],
+    report: Report,
+) -> None:
+    """Missed positives and false matches at the bar's k, and the bars they decide."""
+    k = args.k
+    kinds = list(pos)
+    report()
+    report(
+        f"positive pairs missed at k={k}, the farthest {args.show} per kind (d=99: a side has no fingerprint):"
+    )
+    for kind in kinds:
+        missed = np.flatnonzero(pos[kind] > k)
+        for n in missed[np.argsort(-pos[kind][missed], kind="stable")][: args.show]:
+            report(f"  {kind:<11} d={pos[kind][n]:>2}  {who[kind][n]}")
+    report()
+    for s in DOC_SITES:
+        bad = int(same[s].within(k).sum())
+        dup = int(same[s].within(k, duplicates=True).sum())
+        numbers = int((same[s].within(k) & (same[s].jac_letters >= DUP_JACCARD)).sum())
+        report(
+            f"{s}: {bad} non-duplicate pairs within k={k} (of {same[s].total} pairs), {numbers} of them differ "
+            f"mostly in numbers (letters-only Jaccard >= {DUP_JACCARD}); true duplicates within k={k}: {dup}"
+        )
+        worst(same[s], docs[s], k, 10, report)
+        report.bar(
+            bad <= MAX_SAME_SITE,
+            f"{s}: non-duplicate pairs within k={k}: {bad} <= {MAX_SAME_SITE}",
+        )
+    bad = int(cross.within(k).sum())
+    dup = int(cross.within(k, duplicates=True).sum())
+    report(
+        f"cross-site: {bad} non-duplicate pairs within k={k} (of {cross.total}); true duplicates within k={k}: {dup}"
+    )
+    worst(cross, everything, k, 10, report)
+    report.bar(bad == 0, f"cross-site: non-duplicate pairs within k={k}: {bad} == 0")
+    for kind, minimum in BARS.items():
+        if kind in pos and len(pos[kind]):
+            r = float((pos[kind] <= k).mean())
+            report.bar(r >= minimum, f"positives {kind}: recall at k={k} {r:.3f} >= {minimum:.2f}")
 
 
 def boilerplate(report: Report, limit: int | None) -> None:
@@ -360,41 +536,41 @@ def boilerplate(report: Report, limit: int | None) -> None:
         f"with kept {s['with_kept']:.3f}, without removed {s['without_removed']:.3f}, "
         f"P {s['precision']:.3f} R {s['recall']:.3f} F1 {s['f1']:.3f}"
     )
-    report.bar(s["with_kept"] >= 0.90, f"boilerplate: with segments kept {s['with_kept']:.3f} >= 0.90")
-    report.bar(s["without_removed"] >= 0.80, f"boilerplate: without segments removed {s['without_removed']:.3f} >= 0.80")
+    report.bar(
+        s["with_kept"] >= 0.90, f"boilerplate: with segments kept {s['with_kept']:.3f} >= 0.90"
+    )
+    report.bar(
+        s["without_removed"] >= 0.80,
+        f"boilerplate: without segments removed {s['without_removed']:.3f} >= 0.80",
+    )
 
 
 def run(args: argparse.Namespace, report: Report) -> int:
     started = time.perf_counter()
     web_sample, docs_sample = (60, 120) if args.quick else (None, None)
-    fp = Fingerprinter(args.min_features)
+    fp = Fingerprinter(args.min_features, args.extractor)
     report(
         f"scrapy_simhash quality harness  FINGERPRINT_VERSION={getattr(F, 'FINGERPRINT_VERSION', '?')}  "
         f"min_features={args.min_features if args.min_features is not None else getattr(F, 'DEFAULT_MIN_FEATURES', '?')}  "
         f"seed={args.seed}  mode={'quick (sample: bars indicative)' if args.quick else 'full'}"
+        + ("" if args.extractor == "ours" else f"  extractor={args.extractor} (reference)")
     )
     t = time.perf_counter()
     web = load_web(web_sample, args.seed)
     docs = {site: load_docs(site, docs_sample, args.seed) for site in DOC_SITES}
-    report(f"loaded {len(web)} web pages, " + ", ".join(f"{len(v)} {k}" for k, v in docs.items()) + f" ({time.perf_counter() - t:.1f}s)")
+    report(
+        f"loaded {len(web)} web pages, "
+        + ", ".join(f"{len(v)} {k}" for k, v in docs.items())
+        + f" ({time.perf_counter() - t:.1f}s)"
+    )
 
     t = time.perf_counter()
     web_fp, web_ok = fp.many(web)
     docs_fp = {site: fp.many(pages) for site, pages in docs.items()}
     report(f"fingerprinted originals ({time.perf_counter() - t:.1f}s)")
 
-    # -- abstentions
     report()
-    long_pages = np.array([p.words >= MIN_MAIN_WORDS for p in web])
-    no_fp = float((~web_ok[long_pages]).mean()) if long_pages.any() else 0.0
-    report(
-        f"no fingerprint: web {int((~web_ok[long_pages]).sum())} of {int(long_pages.sum())} pages with "
-        f">= {MIN_MAIN_WORDS} main-text words ({no_fp:.1%}); all web pages {int((~web_ok).sum())} of {len(web)}"
-    )
-    for site, (_, ok) in docs_fp.items():
-        longs = np.array([p.words >= MIN_MAIN_WORDS for p in docs[site]])
-        report(f"no fingerprint: {site} {int((~ok[longs]).sum())} of {int(longs.sum())} pages with >= {MIN_MAIN_WORDS} words")
-    report.bar(no_fp <= MAX_NO_FP, f"no fingerprint among web pages with >= {MIN_MAIN_WORDS} main-text words: {no_fp:.1%} <= 5%")
+    abstentions(web, web_ok, docs, docs_fp, report)
 
     # -- positives
     report()
@@ -411,78 +587,18 @@ def run(args: argparse.Namespace, report: Report) -> int:
     cross = all_pairs(everything, all_fp, all_ok, "cross-site", cross_only=True)
     report(f"negatives: all pairs computed ({time.perf_counter() - t:.1f}s)")
 
-    # -- table
-    report()
-    report(
-        "Recall of positive pairs (original vs perturbed copy) and false matches (negative pairs), per k.\n"
-        "A side without a fingerprint is never a match. A negative is a pair of distinct pages with\n"
-        f"main-text {SHINGLE}-word-shingle Jaccard < {DUP_JACCARD}. precision = TP / (TP + FP): TP = positive pairs\n"
-        "(all kinds but identity) within k, FP = negative pairs within k (same-site docs + cross-site)."
-    )
-    kinds = [k for k in pos if len(pos[k])]
-    report(
-        "Columns: recall per positive kind, 'all' = recall over every positive pair; FP python/django = "
-        "non-duplicate same-site pairs, FP cross = cross-site pairs, within k."
-    )
-    header = f"{'k':>2} " + " ".join(f"{k[:10]:>10}" for k in kinds) + f" {'all':>6} " + " ".join(
-        f"{'FP ' + s.split('-')[0]:>10}" for s in DOC_SITES
-    ) + f" {'FP cross':>8} {'precision':>9}"
-    report(header)
-    for k in KS:
-        recalls = [float((pos[kind] <= k).mean()) for kind in kinds]
-        tp_pairs = np.concatenate([pos[kind] for kind in kinds if kind != "identity"])
-        tp = int((tp_pairs <= k).sum())
-        fps = [int(same[s].within(k).sum()) for s in DOC_SITES]
-        fpx = int(cross.within(k).sum())
-        precision = tp / (tp + sum(fps) + fpx) if tp + sum(fps) + fpx else 1.0
-        report(
-            f"{k:>2} " + " ".join(f"{r:>10.3f}" for r in recalls) + f" {float((tp_pairs <= k).mean()):>6.3f} "
-            + " ".join(f"{n:>10d}" for n in fps) + f" {fpx:>8d} {precision:>9.4f}"
-        )
-    report(
-        f"pairs examined: {len(pos.get('ads', []))} pages x {len(kinds) - 1} positive kinds; "
-        + ", ".join(f"{s} {same[s].total}" for s in DOC_SITES) + f", cross-site {cross.total}"
-    )
-    for kind in kinds:
-        d = pos[kind]
-        finite = d[d != NO_FP]
-        med = f"{np.median(finite):.0f}" if len(finite) else "-"
-        report(f"  {kind:<11} median distance {med:>2}, no fingerprint on a side: {int((d == NO_FP).sum())}")
+    curve(pos, same, cross, report)
 
-    k = args.k
-    report()
-    report(f"positive pairs missed at k={k}, the farthest {args.show} per kind (d=99: a side has no fingerprint):")
-    for kind in kinds:
-        missed = np.flatnonzero(pos[kind] > k)
-        for n in missed[np.argsort(-pos[kind][missed], kind="stable")][: args.show]:
-            report(f"  {kind:<11} d={pos[kind][n]:>2}  {who[kind][n]}")
-    report()
-    for s in DOC_SITES:
-        bad = int(same[s].within(k).sum())
-        dup = int(same[s].within(k, duplicates=True).sum())
-        numbers = int((same[s].within(k) & (same[s].jac_letters >= DUP_JACCARD)).sum())
-        report(
-            f"{s}: {bad} non-duplicate pairs within k={k} (of {same[s].total} pairs), {numbers} of them differ "
-            f"mostly in numbers (letters-only Jaccard >= {DUP_JACCARD}); true duplicates within k={k}: {dup}"
-        )
-        worst(same[s], docs[s], k, 10, report)
-        report.bar(bad <= MAX_SAME_SITE, f"{s}: non-duplicate pairs within k={k}: {bad} <= {MAX_SAME_SITE}")
-    bad = int(cross.within(k).sum())
-    dup = int(cross.within(k, duplicates=True).sum())
-    report(f"cross-site: {bad} non-duplicate pairs within k={k} (of {cross.total}); true duplicates within k={k}: {dup}")
-    worst(cross, everything, k, 10, report)
-    report.bar(bad == 0, f"cross-site: non-duplicate pairs within k={k}: {bad} == 0")
-    for kind, minimum in BARS.items():
-        if kind in pos and len(pos[kind]):
-            r = float((pos[kind] <= k).mean())
-            report.bar(r >= minimum, f"positives {kind}: recall at k={k} {r:.3f} >= {minimum:.2f}")
+    negatives_and_bars(args, pos, who, same, cross, docs, everything, report)
 
     report()
     boilerplate(report, 40 if args.quick else None)
 
     if fp.errors:
         report()
-        report(f"fingerprint() raised on {len(fp.errors)} inputs (counted as no fingerprint), first ones:")
+        report(
+            f"fingerprint() raised on {len(fp.errors)} inputs (counted as no fingerprint), first ones:"
+        )
         for line in fp.errors[:5]:
             report(f"  {line}")
         report.bar(False, f"fingerprint() never raises on page content ({len(fp.errors)} raised)")
@@ -501,20 +617,41 @@ def run(args: argparse.Namespace, report: Report) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="seeded sample, well under a minute; no results file")
-    parser.add_argument("--seed", type=int, default=0, help="perturbation and sampling seed (default 0)")
-    parser.add_argument("--min-features", type=int, default=None, help="override fingerprint()'s min_features")
-    parser.add_argument("--k", type=int, default=3, help="distance the bars are checked at (default 3)")
-    parser.add_argument("--show", type=int, default=3, help="missed positive pairs listed per kind (default 3)")
+    parser.add_argument(
+        "--quick", action="store_true", help="seeded sample, well under a minute; no results file"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="perturbation and sampling seed (default 0)"
+    )
+    parser.add_argument(
+        "--min-features", type=int, default=None, help="override fingerprint()'s min_features"
+    )
+    parser.add_argument(
+        "--k", type=int, default=3, help="distance the bars are checked at (default 3)"
+    )
+    parser.add_argument(
+        "--extractor",
+        choices=("ours", "trafilatura"),
+        default="ours",
+        help="reference run: fingerprint trafilatura's main text instead of the page",
+    )
+    parser.add_argument(
+        "--show", type=int, default=3, help="missed positive pairs listed per kind (default 3)"
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a bar fails")
-    parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file of a full run (default {RESULTS})")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=RESULTS,
+        help=f"results file of a full run (default {RESULTS})",
+    )
     args = parser.parse_args(argv)
     if corpus_dir() is None:
         print(f"bench/quality.py needs the evaluation corpus: {ABSENT_REASON}", file=sys.stderr)
         return 2
     report = Report()
     status = run(args, report)
-    if not args.quick:
+    if not args.quick and (args.extractor == "ours" or args.output != RESULTS):
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text("\n".join(report.lines) + "\n", encoding="utf-8")
         print(f"written to {args.output}")

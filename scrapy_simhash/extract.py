@@ -1,27 +1,35 @@
 """Main text of an HTML page, read from an lxml tree without modifying it.
 
-The tree is walked once. Text is gathered into blocks (paragraphs, list items,
-cells...); template parts are left out by rules borrowed from resiliparse,
-trafilatura and readability:
+The tree is walked once, read-only (comments and processing instructions are
+skipped, their tails kept). Text is gathered into blocks (paragraphs, list
+items, cells...) and headings; template parts are left out by rules borrowed
+from resiliparse, trafilatura and readability:
 
-* never text: ``script style noscript template iframe svg`` and similar;
-* soft drops (see the guard below): ``form``, hidden elements (``hidden``,
-  ``aria-hidden="true"``, inline ``display:none`` / ``visibility:hidden``),
-  page-level ``nav header footer aside`` (outside ``article``/``main``), ARIA
-  landmarks (navigation, banner, contentinfo, complementary, search, menu...),
-  and elements whose class/id *tokens* name template parts (ads, menus,
-  sidebars, share bars, related links, cookie banners, comments...);
-* blocks whose text is mostly link text.
+* never text: ``script style noscript template iframe svg``, form controls,
+  ``time`` and similar;
+* soft drops (see the guard below): ``nav footer aside form figure``,
+  ``header`` outside an ``article`` (an article's own header is kept), hidden
+  elements (``hidden``, ``aria-hidden="true"``, inline ``display:none`` /
+  ``visibility:hidden``), ARIA landmarks (navigation, banner, contentinfo,
+  complementary, search, menu...), and elements whose class/id *tokens* name
+  template parts (ads, menus, sidebars, share bars, related links, cookie
+  banners, comments, bylines...; ``has-sidebar`` and CMS taxonomy classes such
+  as ``tag-social`` do not count; ``article main body`` never drop by name);
+* blocks whose text is mostly link text, and headings with no kept text in
+  their section (the titles of "Related" or "Most read" boxes).
 
-Over-pruning guard: a soft-dropped element holding more than half of the
-page's visible text is kept (wrappers such as ``class="has-sidebar"`` exist),
-and when less than :data:`MIN_KEPT_SHARE` of the visible text (or fewer than
-:data:`MIN_KEPT_CHARS` characters) survives, all visible text is used.
+Over-pruning guard: a soft-dropped element holding more than
+:data:`GUARD_SHARE` of the page's visible text is kept (wrappers such as
+``class="sidebar-layout"`` exist). When less than :data:`MIN_KEPT_SHARE` of the
+visible text (or fewer than :data:`MIN_KEPT_CHARS` characters) survives, the
+class/id rules are ignored, and if that is still too little, all visible text
+is used. Soft-dropped subtrees are only walked when the guard or a fallback
+needs them, which keeps the walk under a millisecond on typical pages.
 
 Bounds, so that a 10 MB page costs a bounded time: HTML given as ``str`` or
 ``bytes`` is cut to its first :data:`MAX_HTML_CHARS` characters before
-parsing, and the walk stops after :data:`MAX_TEXT_CHARS` characters of
-visible text or :data:`MAX_ELEMENTS` elements.
+parsing, and walking stops after :data:`MAX_TEXT_CHARS` characters of visible
+text or :data:`MAX_ELEMENTS` elements.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ _BOILER_ROLES = frozenset(
     "navigation banner contentinfo complementary search menu menubar dialog alertdialog".split()
 )
 _HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_CODE = 7  # block kind of <pre> (0: body text, 1-6: heading level)
 _BLOCK_TAGS = frozenset(
     "html body div p li ul ol dl dt dd td th tr table tbody thead tfoot caption "
     "blockquote pre section article main header footer nav aside form fieldset "
@@ -82,7 +91,7 @@ _BOILER_TOKENS = frozenset(
     comments disqus cookie cookies consent gdpr newsletter subscribe subscription popup
     pagination pager toolbar skiplink hidden teaser teasers tags
     tagcloud tagged copyright copyrights legal caption captions credit credits byline
-    author authors bio rating ratings paywall disclaimer noprint popular
+    author authors bio rating ratings widget widgets paywall disclaimer noprint popular
     date dateline published updated timestamp meta metadata respond reply cta tweet
     twitter facebook instagram pinterest whatsapp login signup werbung anzeige kommentar
     kommentare""".split()
@@ -109,6 +118,8 @@ class MainText(NamedTuple):
     title: str
     headings: list[str]
     blocks: list[str]
+    #: Preformatted blocks (``pre``: code, listings), kept apart from prose.
+    code: list[str]
 
 
 @lru_cache(maxsize=8192)
@@ -196,10 +207,12 @@ class _Dropped:
     __slots__ = ("el", "kind", "in_link", "in_main", "weak", "chars")
 
     def __init__(self, el, kind: int, in_link: bool, in_main: bool, weak: bool) -> None:
-        self.el, self.kind, self.in_link, self.in_main, self.weak = el, kind, in_link, in_main, weak
+        self.el, self.kind, self.weak = el, kind, weak
+        self.in_link, self.in_main = in_link, in_main
         # Visible characters, approximately, at C speed.
         text = etree.tostring(el, method="text", encoding=str, with_tail=False)
-        self.chars = len(" ".join(text.split())) - sum(len(s.text or "") for s in el.iter(_SCRIPT_TAGS))
+        scripts = sum(len(s.text or "") for s in el.iter(_SCRIPT_TAGS))
+        self.chars = len(" ".join(text.split())) - scripts
 
 
 class _Walker:
@@ -261,7 +274,7 @@ class _Walker:
                                     drop = weak = True
                                 elif len(names) > 1 or "class" not in names:
                                     drop = _is_hidden_or_landmark(child, names)
-                        child_kind = heading_tags.get(tag, kind)
+                        child_kind = _CODE if tag == "pre" else heading_tags.get(tag, kind)
                         child_link = in_link or tag == "a"
                         child_main = in_main or tag == "article"
                         if drop:
@@ -320,7 +333,7 @@ def _select(blocks: list[tuple[str, int, int]]) -> tuple[list[bool], int]:
     next_level = [False] * 7  # kept body text before the next heading of level <= i
     for i in range(len(blocks) - 1, -1, -1):
         kind = blocks[i][1]
-        if not kind:
+        if not kind or kind == _CODE:
             if keep[i]:
                 next_level = [True] * 7
             continue
@@ -358,10 +371,10 @@ def extract(page: str | bytes | etree._Element, *, encoding: str | None = None) 
     """
     root = _root_element(page, encoding)
     if root is None:
-        return MainText("", [], [])
+        return MainText("", [], [], [])
     tag = root.tag
     if type(tag) is not str:  # a comment given as the root
-        return MainText("", [], [])
+        return MainText("", [], [], [])
     body = root.find("body") if tag == "html" else None
     start = body if body is not None else root
     title = _title(root)
@@ -378,6 +391,7 @@ def extract(page: str | bytes | etree._Element, *, encoding: str | None = None) 
         if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
             blocks = walker.expand(items, -1, True)
             keep = [True] * len(blocks)
-    headings = [b[0] for b, k in zip(blocks, keep) if k and b[1]]
+    headings = [b[0] for b, k in zip(blocks, keep) if k and 0 < b[1] < _CODE]
     texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]
-    return MainText(title, headings, texts)
+    code = [b[0] for b, k in zip(blocks, keep) if k and b[1] == _CODE]
+    return MainText(title, headings, texts, code)

@@ -21,9 +21,9 @@ from scrapy_simhash.extract import MainText
 #: Non-antecedent tokens chained after an antecedent.
 CHAIN = 1
 #: Weight of each title feature occurrence.
-TITLE_WEIGHT = 3.0
+TITLE_WEIGHT = 1.5
 #: Weight of each heading feature occurrence.
-HEADING_WEIGHT = 1.0
+HEADING_WEIGHT = 2.0
 
 _CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -31,21 +31,44 @@ _CJK = (
 )
 _THAI_BASE = "\u0e01-\u0e30\u0e32\u0e33\u0e3f-\u0e46\u0e4f\u0e5a\u0e5b"
 _THAI_MARK = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"
-# A Han/Kana character; a Thai character with its combining marks; or a run of
-# other letters that touches no digit (tokens containing digits are dropped).
-_TOKEN = re.compile(
-    rf"[{_CJK}]"
-    rf"|[{_THAI_BASE}][{_THAI_MARK}]*"
-    rf"|(?<![^\W_{_CJK}\u0e00-\u0e7f])[^\W\d_{_CJK}\u0e00-\u0e7f]+(?![^\W_{_CJK}\u0e00-\u0e7f])"
+# Letters and digits, with the combining marks of Indic and Thai scripts (not
+# word characters for ``re``) kept inside their words.
+_WORD = re.compile(r"[^\W_]+")
+_WORD_MARKS = re.compile(r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff])+")
+_HAS_MARKS = re.compile(r"[\u0300-\u036f\u0900-\u0eff]")
+# Characters that need a closer look inside a word: Han/Kana, Thai, digits.
+_SPECIAL = re.compile(rf"[{_CJK}\u0e00-\u0e7f\d]")
+# Inside such a word: a Han/Kana character; a Thai character with its combining
+# marks; or a run of other letters and digits (dropped if it holds a digit).
+_PART = re.compile(
+    rf"[{_CJK}]|[{_THAI_BASE}][{_THAI_MARK}]*|[^{_CJK}\u0e00-\u0e7f]+"
 )
+_DIGIT = re.compile(r"\d")
 
 
 def tokenize(text: str) -> list[str]:
     """NFKC, lower-case Unicode word tokens; Han, Kana and Thai as single
     characters; tokens containing digits left out."""
+    word = _WORD
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    return _TOKEN.findall(text.lower())
+        if _HAS_MARKS.search(text):
+            word = _WORD_MARKS
+    tokens: list[str] = []
+    append = tokens.append
+    special = _SPECIAL.search
+    words = word.findall(text.lower())
+    for word in words:
+        if word.isascii():
+            if word.isalpha():
+                append(word)
+        elif special(word) is None:
+            append(word)
+        else:
+            for part in _PART.findall(word):
+                if _DIGIT.search(part) is None:
+                    append(part)
+    return tokens
 
 
 @lru_cache(maxsize=1)
@@ -64,14 +87,26 @@ def antecedents() -> frozenset[str]:
 
 
 def spots(tokens: list[str], counts: dict[str, float], weight: float = 1.0) -> None:
-    """Add the spot signatures of ``tokens`` to ``counts``."""
+    """Add the spot signatures of ``tokens`` to ``counts``: each antecedent with
+    the next :data:`CHAIN` non-antecedent tokens."""
     ante = antecedents()
+    get = counts.get
+    if CHAIN == 1:
+        following = None
+        for token in reversed(tokens):
+            if token in ante:
+                if following is not None:
+                    key = token + " " + following
+                    counts[key] = get(key, 0.0) + weight
+            else:
+                following = token
+        return
     chain: list[str] = []  # the next CHAIN non-antecedent tokens, nearest first
     for token in reversed(tokens):
         if token in ante:
             if chain:
                 key = token + " " + " ".join(chain)
-                counts[key] = counts.get(key, 0.0) + weight
+                counts[key] = get(key, 0.0) + weight
         else:
             chain.insert(0, token)
             if len(chain) > CHAIN:
@@ -89,8 +124,9 @@ def main_text_features(main: MainText) -> dict[str, float]:
     """Weighted features of a page's main text: spots of each block, plus the
     words of the title and of the headings."""
     counts: dict[str, float] = {}
-    for block in main.blocks:
-        spots(tokenize(block), counts)
+    # Blocks are tokenized together (one regex pass); a chain may run into the
+    # next block only after a block's last word.
+    spots(tokenize("\n".join(main.blocks)), counts)
     _word_features((main.title,), "title:", counts, TITLE_WEIGHT)
     _word_features(main.headings, "h:", counts, HEADING_WEIGHT)
     return counts

@@ -29,7 +29,9 @@ DEFAULT_MIN_FEATURES = 6
 _LE_U64 = np.dtype("<u8")
 
 
-def features(page: str | bytes | etree._Element, *, encoding: str | None = None) -> dict[str, float]:
+def features(
+    page: str | bytes | etree._Element, *, encoding: str | None = None
+) -> dict[str, float]:
     """The weighted features of a page (to see why two pages match)."""
     return main_text_features(extract(page, encoding=encoding))
 
@@ -39,7 +41,11 @@ def simhash(
 ) -> int:
     """The 64-bit simhash of weighted features: bit i is set when the features
     whose xxh3_64 has bit i set outweigh the others. 0 for no features."""
-    items = weighted_features.items() if isinstance(weighted_features, Mapping) else weighted_features
+    items = (
+        weighted_features.items()
+        if isinstance(weighted_features, Mapping)
+        else weighted_features
+    )
     hashes: list[int] = []
     weights: list[float] = []
     digest = xxhash.xxh3_64_intdigest

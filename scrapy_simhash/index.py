@@ -8,11 +8,12 @@ one table, so a probe only compares the entries of one prefix bucket a table.
 Storage, all ``uint64`` and vectorised:
 
 * a *level* holds a master pair of arrays sorted by fingerprint (fingerprint,
-  key: 16 bytes an entry) and one array a table: the permuted fingerprints,
-  sorted (8 bytes an entry), or with ``compress=True`` the rows of the master
-  ordered by the permuted fingerprint's leading bits (``uint32``, 4 bytes an
+  key: 16 bytes an entry) and one array a table: the fingerprints sorted by
+  their permuted value (8 bytes an entry; a probe compares them with the query
+  as they are, and the identity table is the master array itself), or with
+  ``compress=True`` the master rows in that order (``uint32``, 4 bytes an
   entry: packed row ids instead of §3.2's delta coding, which cannot go below
-  ~5.3 bytes for 10M random 64-bit values). Each table has a directory of
+  ~5.3 bytes an entry for 10M random 64-bit values). Each table has a directory of
   offsets on the permuted value's leading ``d`` bits (``2**d <= n / 8``, so
   at most 0.5 bytes an entry), found by one array lookup a probe.
 * online inserts go to a small buffer, compared by brute force; a full buffer
@@ -62,7 +63,7 @@ SNAPSHOT_MAGIC = b"SIMHIDX\x00"
 SNAPSHOT_VERSION = 1
 _PREAMBLE = struct.Struct("<8sIIII")
 BUFFER_SIZE = 2048
-MERGE_RATIO = 4
+MERGE_RATIO = 8
 _CHUNK = 1 << 16
 _U64 = np.uint64
 _REMOVE = b"-"
@@ -426,11 +427,12 @@ class SimhashIndex:
             dist = (fp ^ q).bit_count()
             u = _U64(fp)
             for level in self._levels:
-                lo = int(level.fps.searchsorted(u, "left"))
-                hi = int(level.fps.searchsorted(u, "right"))
-                for row in range(lo, hi):
+                fps = level.fps
+                row, n = int(fps.searchsorted(u)), len(fps)
+                while row < n and fps[row] == u:  # usually none or one
                     if row not in level.dead:
                         out.append(Match(int(level.keys[row]), fp, dist))
+                    row += 1
             if self._nbuf:
                 for pos in (self._buf_fps[:self._nbuf] == u).nonzero()[0].tolist():
                     out.append(Match(int(self._buf_keys[pos]), fp, dist))
@@ -677,9 +679,9 @@ class SimhashIndex:
     def save(self, path=None) -> None:
         """Write a snapshot atomically (temporary file, fsync, rename); with an
         open log (:meth:`open`), start a fresh log that follows it."""
-        path = os.fspath(path if path is not None else self._path)
-        if path is None:
+        if path is None and self._path is None:
             raise ValueError("save() needs a path for an index not made by open()")
+        path = os.fspath(path if path is not None else self._path)
         fps, keys = self._arrays()
         crc = zlib.crc32(keys.tobytes(), zlib.crc32(fps.tobytes()))
         snapshot_id = uuid.uuid4().hex
@@ -783,7 +785,9 @@ class SimhashIndex:
              compress: bool = False, *, reset: bool = False,
              fingerprint_version: int | None = None) -> SimhashIndex:
         """An index persisted at ``path``: loaded (snapshot + log) when present,
-        else new; every later add/remove is appended to ``path + ".log"``."""
+        else new; every later add/remove is appended to ``path + ".log"``.
+        A snapshot's own layout and compression win over the arguments; a
+        different ``k`` is an error. ``reset=True`` deletes both files first."""
         path = os.fspath(path)
         log_path = path + ".log"
         if reset:

@@ -308,3 +308,11 @@ async def test_backend_error_stop(site):
     assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
     assert crawler.stats.get_value("simhash/backend_error_count") >= 1  # + responses in flight
     assert site.hits["/a1"] == 0
+
+
+@deferred_f_from_coro_f
+async def test_unwritable_audit_file_stops_the_crawl(site, tmp_path, caplog):
+    serve_dup_site(site)
+    crawler = await crawl(SiteSpider, {**MW, "SIMHASH_LOG_FILE": str(tmp_path)}, base=site.base)
+    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
+    assert any(str(tmp_path) in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)

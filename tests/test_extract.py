@@ -208,3 +208,10 @@ def test_boilerplate_bars_on_corpus():
     assert scores["pages"] > 400
     assert scores["with_kept"] >= 0.90
     assert scores["without_removed"] >= 0.80
+
+
+def test_preformatted_blocks_kept_apart():
+    page = f"<body>{ARTICLE}<pre>if x is not None:\n    return x</pre></body>"
+    main = extract(page)
+    assert main.code == ["if x is not None:\n    return x"]
+    assert all("return" not in b for b in main.blocks)

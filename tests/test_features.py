@@ -70,7 +70,7 @@ def test_spots_cjk():
 
 
 def test_main_text_features():
-    main = MainText("Night trains 2024", ["A new timetable"], ["The train is late.", "It is."])
+    main = MainText("Night trains 2024", ["A new timetable"], ["The train is late.", "It is."], ["x is None"])
     feats = F.main_text_features(main)
     assert feats == {
         "the train": 1.0,

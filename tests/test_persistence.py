@@ -139,3 +139,27 @@ async def test_corrupt_state_file_stops_the_crawl(site, tmp_path):
     )
     assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
     assert path.read_bytes() == b"garbage"
+
+
+@deferred_f_from_coro_f
+async def test_stopped_crawl_resumes_with_its_index(site, tmp_path):
+    """Stop mid-crawl (CLOSESPIDER_PAGECOUNT), resume the same JOBDIR: the pending
+    copy of a page parsed before the stop is dropped."""
+    site.serve(
+        {
+            "/": article_html(1, links=("/a", "/c", "/d", "/b")),
+            "/a": article_html(2),
+            "/b": article_html(2, chrome="Other navigation"),
+            "/c": article_html(3),
+            "/d": article_html(4),
+        }
+    )
+    settings = {**MW, "JOBDIR": str(tmp_path / "job")}
+    first = await crawl(SiteSpider, {**settings, "CLOSESPIDER_PAGECOUNT": 2}, base=site.base)
+    assert first.stats.get_value("finish_reason") == "closespider_pagecount"
+    assert "/a" in first.spider.parsed and site.hits["/b"] == 0
+    second = await crawl(SiteSpider, settings, base=site.base, start_path="/d")
+    assert site.hits["/b"] == 1
+    assert "/b" not in second.spider.parsed
+    assert second.stats.get_value("simhash/duplicate_count") == 1
+    assert second.stats.get_value("simhash/initial_index_size") >= 2

@@ -48,7 +48,10 @@ PAGE = f"""<!DOCTYPE html>
 <footer><p>© Town News. Contact the newsroom.</p></footer>
 </body></html>"""
 
-SEGMENTS = ["The river has been the heart of the town", "the old bridge will be repaired next year"]
+SEGMENTS = [
+    "The river has been the heart of the town",
+    "the old bridge will be repaired next year",
+]
 WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -86,13 +89,28 @@ def test_perturbations_are_deterministic_and_change_the_page(kind: str) -> None:
 def test_ads_are_ad_containers_with_commercial_text_and_leave_the_story() -> None:
     html, counts = P.perturb(PAGE, ["ads"], seed=3, segments=SEGMENTS)
     root = P.parse(html)
-    ad_tokens = {"ad", "adsbygoogle", "sponsored", "sponsored-content", "ad-slot", "banner-ad", "advertisement"}
-    ads = [el for el in root.iter() if isinstance(el.tag, str) and P._tokens(el) & ad_tokens
-           and not any(P._tokens(a) & ad_tokens for a in el.iterancestors())]
+    ad_tokens = {
+        "ad",
+        "adsbygoogle",
+        "sponsored",
+        "sponsored-content",
+        "ad-slot",
+        "banner-ad",
+        "advertisement",
+    }
+    ads = [
+        el
+        for el in root.iter()
+        if isinstance(el.tag, str)
+        and P._tokens(el) & ad_tokens
+        and not any(P._tokens(a) & ad_tokens for a in el.iterancestors())
+    ]
     assert 3 <= len(ads) == counts["ads"] <= 5
     assert all(len(words(ad)) >= 8 for ad in ads)
     assert story(html) == story(PAGE)
-    assert root.xpath("//article//*[contains(@class, 'ad') or contains(@class, 'sponsored')]")  # in-article ad
+    assert root.xpath(
+        "//article//*[contains(@class, 'ad') or contains(@class, 'sponsored')]"
+    )  # in-article ad
 
 
 def test_timestamps_and_counters_change_but_nothing_else() -> None:
@@ -129,7 +147,10 @@ def test_navigation_is_rotated_with_one_item_dropped_and_one_added() -> None:
 
 
 def test_sidebar_is_swapped_but_the_has_sidebar_wrapper_is_not() -> None:
-    teasers = ["Why the harbour will close for a week in May", "A guide to the best walks in the hills above town"]
+    teasers = [
+        "Why the harbour will close for a week in May",
+        "A guide to the best walks in the hills above town",
+    ]
     html, counts = P.perturb(PAGE, ["sidebar"], seed=7, segments=SEGMENTS, teasers=teasers)
     root = P.parse(html)
     aside = root.xpath("//aside")[0].text_content()
@@ -141,7 +162,7 @@ def test_sidebar_is_swapped_but_the_has_sidebar_wrapper_is_not() -> None:
 
 
 def test_sidebar_is_added_when_the_page_has_none() -> None:
-    page = re.sub(r"<aside.*?</aside>", "", PAGE, flags=re.S)
+    page = re.sub(r"<aside.*?</aside>", "", PAGE, flags=re.DOTALL)
     html, counts = P.perturb(page, ["sidebar"], seed=8, segments=SEGMENTS)
     root = P.parse(html)
     assert counts["sidebar"] == 1
@@ -159,13 +180,13 @@ def test_edits_touch_about_one_percent_of_the_main_text_words() -> None:
     assert 1 <= sum(removed.values()) + sum(added.values())
     assert sum(removed.values()) <= n and sum(added.values()) <= n  # one word per edit
     assert abs(len(after) - len(before)) <= n
-    outside = lambda h: words(P.parse(h).find(".//nav")) + words(P.parse(h).find(".//aside"))  # noqa: E731
+    outside = lambda h: words(P.parse(h).find(".//nav")) + words(P.parse(h).find(".//aside"))
     assert outside(html) == outside(long_page)
 
 
 def test_transplant_puts_the_article_in_the_other_template() -> None:
     other = (
-        '<html><head><title>Harbour news | Coast Daily</title></head><body>'
+        "<html><head><title>Harbour news | Coast Daily</title></head><body>"
         '<div id="menu"><a href="/">Coast Daily</a> <a href="/boats">Boats</a></div>'
         "<h1>The harbour closes in May</h1>"
         '<div id="content"><p>The harbour will be closed for a week while the quay is rebuilt.</p></div>'
@@ -173,7 +194,12 @@ def test_transplant_puts_the_article_in_the_other_template() -> None:
     )
     article, template = P.parse(PAGE), P.parse(other)
     before = P.serialize(template), P.serialize(article)
-    page = P.transplant(article, P.find_main(article, SEGMENTS), template, template.xpath("//div[@id='content']")[0])
+    page = P.transplant(
+        article,
+        P.find_main(article, SEGMENTS),
+        template,
+        template.xpath("//div[@id='content']")[0],
+    )
     text = page.text_content()
     assert "The river has been the heart of the town" in text
     assert "harbour will be closed" not in text
@@ -190,4 +216,43 @@ def test_unknown_perturbation_is_a_clear_error() -> None:
 
 def test_seeds_are_stable_across_processes() -> None:
     assert P.page_seed("https://example.com/", "ads") == 3607583100  # CRC-32, the same everywhere
-    assert random.Random(P.page_seed(0, "x")).random() == random.Random(P.page_seed(0, "x")).random()
+    assert (
+        random.Random(P.page_seed(0, "x")).random() == random.Random(P.page_seed(0, "x")).random()
+    )
+
+
+# The harness's own arithmetic (bench/quality.py), on synthetic fingerprints.
+
+
+def test_all_pairs_matches_brute_force() -> None:
+    import numpy as np
+
+    from bench import quality as Q
+
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2**64, size=40, dtype=np.uint64)
+    flips = np.uint64(1) << rng.integers(0, 64, size=(40, 3), dtype=np.uint64)
+    fps = np.concatenate([base, base ^ flips[:, 0] ^ flips[:, 1]])  # pairs at distance <= 2
+    valid = np.ones(len(fps), dtype=bool)
+    valid[5] = False  # no fingerprint: in no pair
+    pages = [Q.Page(f"p{i}", f"site{i % 3}", "", shingles=frozenset([str(i)])) for i in range(80)]
+    for cross_only in (False, True):
+        got = Q.all_pairs(pages, fps, valid, "t", cross_only=cross_only)
+        want = {
+            (a, b, (int(fps[a]) ^ int(fps[b])).bit_count())
+            for a in range(80)
+            for b in range(a + 1, 80)
+            if valid[a] and valid[b] and (not cross_only or a % 3 != b % 3)
+        }
+        assert got.total == len(want)
+        near = {w for w in want if w[2] <= 8}
+        assert set(zip(got.i.tolist(), got.j.tolist(), got.d.tolist())) == near
+        assert (got.jac == 0).all()  # distinct one-shingle texts
+
+
+def test_quality_exits_clearly_without_the_corpus(monkeypatch, capsys) -> None:
+    from bench import quality as Q
+
+    monkeypatch.setattr(Q, "corpus_dir", lambda: None)
+    assert Q.main(["--quick"]) == 2
+    assert "needs the evaluation corpus" in capsys.readouterr().err
