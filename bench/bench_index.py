@@ -110,7 +110,8 @@ def bench_ours(fps, keys, args, rng, compress=False):
         line(f"query ({label}) p50 / p99", f"{p50:.1f} / {p99:.1f} us")
     many = rng.integers(0, 2**64, args.many, dtype=np.uint64)
     wall, cpu, _ = timed(lambda: index.query_many(many), args.repeats)
-    line("query_many rate", f"{len(many) / wall / 1e6:.2f} M/s", f"(cpu {len(many) / cpu / 1e6:.2f} M/s)")
+    line("query_many rate", f"{len(many) / wall / 1e6:.2f} M/s",
+         f"(cpu {len(many) / cpu / 1e6:.2f} M/s)")
     wall, cpu, pairs = timed(lambda: index.pairs(), args.repeats)
     line("pairs()", f"{wall:.3f} s", f"(cpu {cpu:.3f} s, {len(pairs)} pairs)")
     del index
@@ -194,13 +195,15 @@ def bench_datasketch(fps, args, rng):
         lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
         with lsh.insertion_session() as session:
             for i in range(n):
-                session.insert(i, MinHash(num_perm=num_perm, hashvalues=sigs[i], scheme="affine32"), check_duplication=False)
+                sig = MinHash(num_perm=num_perm, hashvalues=sigs[i], scheme="affine32")
+                session.insert(i, sig, check_duplication=False)
         return lsh
 
     wall, cpu, lsh = timed(build, 1)
     line("build", f"{wall:.1f} s", f"(cpu {cpu:.1f} s)")
     small = min(n, 20_000)
-    traced, _ = traced_bytes(lambda: [build_small(MinHashLSH, MinHash, sigs, small, threshold, num_perm)])
+    traced, _ = traced_bytes(
+        lambda: [build_small(MinHashLSH, MinHash, sigs, small, threshold, num_perm)])
     line(f"tracemalloc bytes a fingerprint (at {small:,})", f"{traced / small:.0f} B",
          "(LSH + MinHash objects)")
     idx = rng.integers(0, n, 300)
@@ -220,7 +223,8 @@ def bench_datasketch(fps, args, rng):
 def build_small(lsh_cls, mh_cls, sigs, n, threshold, num_perm):
     lsh = lsh_cls(threshold=threshold, num_perm=num_perm)
     for i in range(n):
-        lsh.insert(i, mh_cls(num_perm=num_perm, hashvalues=sigs[i], scheme="affine32"), check_duplication=False)
+        sig = mh_cls(num_perm=num_perm, hashvalues=sigs[i], scheme="affine32")
+        lsh.insert(i, sig, check_duplication=False)
     return lsh
 
 

@@ -5,7 +5,8 @@ SpotSigs (Theobald, Siddharth & Paepcke, SIGIR 2008): at each occurrence of an
 next :data:`CHAIN` tokens that are not antecedents form a feature. Templates
 (menus, ads, link lists) are telegraphic and anchor almost no spots; running
 prose anchors many. Weight = occurrence count; title and heading words give
-features of their own, with their own weight.
+features of their own, with their own weight. Preformatted blocks (code) give
+none: ``x is not None`` is not prose, and would outweigh it on code pages.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 
 #: Bumped whenever any fingerprint can change (persisted indexes record it).
 FINGERPRINT_VERSION = 1
-#: Pages with fewer distinct features get no fingerprint and are never flagged.
+#: Pages with fewer distinct spot signatures (title and heading features not
+#: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6
 
 _LE_U64 = np.dtype("<u8")
@@ -70,10 +71,11 @@ def fingerprint(
     seed: int = 0,
     encoding: str | None = None,
 ) -> int | None:
-    """The simhash of a page's main text, or None when it has fewer than
-    ``min_features`` distinct features. Never raises on page content."""
+    """The simhash of a page's main text, or None when its text has fewer than
+    ``min_features`` distinct spot signatures (a page of title, headings and
+    code only is not fingerprinted). Never raises on page content."""
     feats = features(page, encoding=encoding)
-    if len(feats) < min_features:
+    if sum(":" not in f for f in feats) < min_features:
         return None
     return simhash(feats, seed=seed)
 

@@ -71,6 +71,8 @@ _ADD_MODES = ("if_new", "always", "never")
 
 
 class Match(NamedTuple):
+    """A stored entry within k bits of a query (Python ints)."""
+
     key: int
     fingerprint: int
     distance: int
@@ -224,7 +226,8 @@ class SimhashIndex:
         elif isinstance(layout, str):
             layout = TableLayout.parse(layout, k)
         else:
-            raise ValueError(f"layout must be 'auto', a spec string or a TableLayout, got {layout!r}")
+            raise ValueError(
+                f"layout must be 'auto', a spec string or a TableLayout, got {layout!r}")
         self.k = int(k)
         self.layout: TableLayout = layout
         self.compress = bool(compress)
@@ -233,7 +236,8 @@ class SimhashIndex:
         # the block moves that fill each table's leading p bits: enough for the
         # directory lookup of a probe (d <= p)
         self._leading = [
-            [(src, (1 << width) - 1, dst) for src, width, dst in t.segments if dst + width > F - t.p]
+            [(src, (1 << width) - 1, dst) for src, width, dst in t.segments
+             if dst + width > F - t.p]
             for t in layout.tables
         ]
         self._pmin = min(t.p for t in layout.tables)
@@ -288,8 +292,8 @@ class SimhashIndex:
         if older.dead or newer.dead or self.compress:
             (f1, k1), (f2, k2) = older.alive_arrays(), newer.alive_arrays()
             return self._build(np.concatenate([f1, f2]), np.concatenate([k1, k2]))
-        sources = [None if self._identity[t] else np.concatenate([older.tables[t], newer.tables[t]])
-                   for t in range(len(self._tables))]
+        sources = [None if self._identity[t] else np.concatenate([old, new])
+                   for t, (old, new) in enumerate(zip(older.tables, newer.tables))]
         return self._build(fps, keys, sources)
 
     def _push(self, level: _Level) -> None:
@@ -476,28 +480,39 @@ class SimhashIndex:
             for t, table in enumerate(self._tables):
                 directory = np.frombuffer(level.dirs[t], dtype=level.dirs[t].typecode)
                 perm = table.permute_many(qs)
-                b = (perm >> _U64(shift)).astype(np.intp) if shift < F else np.zeros(len(qs), np.intp)
+                if shift < F:
+                    b = (perm >> _U64(shift)).astype(np.intp)
+                else:
+                    b = np.zeros(len(qs), np.intp)
                 starts = directory[b]
-                owner, pos = _expand(starts, directory[b + 1] - starts)
+                lengths = directory[b + 1] - starts
+                ends = np.cumsum(lengths)
+                if not len(ends) or not ends[-1]:
+                    continue
+                # positions of every candidate: sequential repeats, no gathers
+                pos = np.arange(ends[-1], dtype=starts.dtype)
+                pos += np.repeat(starts - (ends - lengths), lengths)
                 if self._direct[t]:
                     x = level.tables[t][pos]
                 else:
                     rows = level.tables[t][pos]
                     x = level.fps[rows]
-                x ^= qs[owner]
+                x ^= np.repeat(qs, lengths)
                 hit = np.flatnonzero(np.bitwise_count(x) <= k)
                 if not hit.size:
                     continue
+                owner = np.searchsorted(ends, hit, side="right")
+                hit_owner = owner
                 if not self._direct[t]:
-                    lq.append(owner[hit])
+                    lq.append(hit_owner)
                     lrows.append(rows[hit].astype(np.intp))
                 else:
                     # the fingerprints hit, then every master row holding them
-                    fp = x[hit] ^ qs[owner[hit]]
+                    fp = x[hit] ^ qs[hit_owner]
                     lo = np.searchsorted(level.fps, fp, side="left")
                     hi = np.searchsorted(level.fps, fp, side="right")
                     o2, rows = _expand(lo, hi - lo)
-                    lq.append(owner[hit][o2])
+                    lq.append(hit_owner[o2])
                     lrows.append(rows)
             if not lq:
                 continue
@@ -580,7 +595,9 @@ class SimhashIndex:
     def pairs(self, *, with_distances: bool = False):
         """Every pair of entries within k bits (identical fingerprints too), once:
         an ``(n, 2)`` uint64 array of keys, smaller key first, sorted; with
-        ``with_distances=True`` also the parallel uint8 distances."""
+        ``with_distances=True`` also the parallel uint8 distances. Compacts the
+        index into one level first; each table's runs of equal leading p bits
+        are compared offset by offset, and pairs found by several tables kept once."""
         ra, rb, d = self._fp_pairs()
         if not self._levels:
             empty = np.empty((0, 2), dtype=np.uint64)
@@ -736,7 +753,8 @@ class SimhashIndex:
         start = _PREAMBLE.size + hlen
         start += -start % 8
         if len(data) != start + 16 * count:
-            raise CorruptStateError(path, start, f"expected {count} entries, file size {len(data)}")
+            raise CorruptStateError(
+                path, start, f"expected {count} entries, file size {len(data)}")
         fps = np.frombuffer(data, dtype="<u8", count=count, offset=start)
         keys = np.frombuffer(data, dtype="<u8", count=count, offset=start + 8 * count)
         if zlib.crc32(keys.tobytes(), zlib.crc32(fps.tobytes())) != header.get("crc32"):
@@ -800,7 +818,8 @@ class SimhashIndex:
                 raise ValueError(f"{path} holds an index for k={index.k}, not k={k}")
             snapshot_id = cls._read_snapshot_id(path)
         else:
-            index = cls(k, layout, expected_size, compress, fingerprint_version=fingerprint_version)
+            index = cls(k, layout, expected_size, compress,
+                        fingerprint_version=fingerprint_version)
             snapshot_id = None
             index._replay(log_path, None)
         index._path = path

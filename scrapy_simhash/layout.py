@@ -111,7 +111,8 @@ class TableLayout:
             )
         if self.inner is not None:
             if len(self.inner) <= self.k or min(self.inner) < 1:
-                raise ValueError(f"inner blocks {inner}: need more than k={self.k} positive widths")
+                raise ValueError(
+                    f"inner blocks {inner}: need more than k={self.k} positive widths")
             if self.k == 0:
                 raise ValueError("a two-level layout needs k >= 1")
         self.tables = self._tables()
@@ -158,7 +159,8 @@ class TableLayout:
             try:
                 widths = tuple(int(w) for w in part.split(","))
             except ValueError:
-                raise ValueError(f"bad layout spec {spec!r}: expected comma-separated widths") from None
+                raise ValueError(
+                    f"bad layout spec {spec!r}: expected comma-separated widths") from None
             levels.append(widths)
         if len(levels) > 2:
             raise ValueError(f"bad layout spec {spec!r}: at most two levels")
@@ -252,7 +254,8 @@ class TableLayout:
         if n:
             lines.append(
                 f"  {n:,} fingerprints: ~{sum(self.candidates(n)):,.4g} candidates per probe, "
-                f"{self.memory_bytes(n) / 2**20:,.1f} MiB ({8 * len(self.tables) + 16} B a fingerprint)"
+                f"{self.memory_bytes(n) / 2**20:,.1f} MiB "
+                f"({8 * len(self.tables) + 16} B a fingerprint)"
             )
         return "\n".join(lines)
 

@@ -69,7 +69,8 @@ class LogContents(NamedTuple):
 
 def _encode_header(path, header: dict) -> bytes:
     if not isinstance(header, dict):
-        raise TypeError(f"the header of {os.fspath(path)} must be a dict, got {type(header).__name__}")
+        raise TypeError(
+            f"the header of {os.fspath(path)} must be a dict, got {type(header).__name__}")
     data = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     return _PREAMBLE.pack(MAGIC, VERSION, len(data), zlib.crc32(data)) + data
 
@@ -77,7 +78,8 @@ def _encode_header(path, header: dict) -> bytes:
 def _record(fingerprint: int, key: int, payload: bytes) -> bytes:
     fingerprint, key = int(fingerprint), int(key)
     if not (0 <= fingerprint < _U64 and 0 <= key < _U64):
-        raise ValueError(f"fingerprint and key must be unsigned 64-bit integers, got {fingerprint}, {key}")
+        raise ValueError(
+            f"fingerprint and key must be unsigned 64-bit integers, got {fingerprint}, {key}")
     if len(payload) > MAX_PAYLOAD:
         raise ValueError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
     body = _RECORD.pack(len(payload), fingerprint, key) + payload
@@ -92,7 +94,8 @@ def _parse(path, data: bytes) -> tuple[LogContents, int]:
     if magic != MAGIC:
         raise CorruptStateError(path, 0, f"not a simhash record log (magic {magic!r})")
     if version != VERSION:
-        raise CorruptStateError(path, 8, f"unknown format version {version} (this code reads {VERSION})")
+        raise CorruptStateError(
+            path, 8, f"unknown format version {version} (this code reads {VERSION})")
     pos = _PREAMBLE.size
     raw = data[pos:pos + hlen]
     if len(raw) != hlen or zlib.crc32(raw) != hcrc:
@@ -132,7 +135,8 @@ def _parse(path, data: bytes) -> tuple[LogContents, int]:
         payloads.append(data[pos + _RECORD.size:end])
         pos = end + 4
     contents = LogContents(
-        header, np.array(fps, dtype=np.uint64), np.array(keys, dtype=np.uint64), payloads, truncated
+        header, np.array(fps, dtype=np.uint64), np.array(keys, dtype=np.uint64), payloads,
+        truncated,
     )
     return contents, pos
 
@@ -191,7 +195,7 @@ class RecordLog:
         self._stream.flush()
 
     def sync(self) -> None:
-        """Flush and fsync (the caller's choice: a flush already survives a crash of the process)."""
+        """Flush and fsync (optional: a flushed record survives a crash of the process)."""
         self._stream.flush()
         os.fsync(self._stream.fileno())
 

@@ -239,3 +239,13 @@ def test_corpus_pages_fingerprinted_and_stable():
         if fp is not None and "charset=" not in text[:2000].lower():
             assert FP.fingerprint(Selector(text=text).root) == fp
     assert missing <= 2
+
+
+def test_title_headings_and_code_only_give_none():
+    page = (
+        "<title>The source code of the module is here</title>"
+        "<h1>Source code for the module that is shown</h1><h2>The functions</h2>"
+        "<pre>if x is not None:\n    return the_value\nelse:\n    raise an_error</pre>" * 5
+    )
+    assert len(FP.features(page)) >= FP.DEFAULT_MIN_FEATURES
+    assert FP.fingerprint(page) is None

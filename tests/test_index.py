@@ -157,7 +157,9 @@ def test_pairs_and_clusters_equal_brute_force(scenario):
 def test_remove_and_query_and_add(scenario, data):
     k, layout, compress, buffer_size, fps, keys, split, rng = scenario
     index = build(k, layout, compress, buffer_size, fps, keys, split)
-    gone = data.draw(st.sets(st.sampled_from(keys.tolist()), max_size=len(keys))) if len(keys) else set()
+    gone = set()
+    if len(keys):
+        gone = data.draw(st.sets(st.sampled_from(keys.tolist()), max_size=len(keys)))
     for key in gone:
         assert index.remove(key) is True
         assert index.remove(key) is False
@@ -200,7 +202,8 @@ def test_larger_index_with_levels():
 
 def test_identical_fingerprints_are_pairs_and_one_cluster():
     index = SimhashIndex(k=3)
-    index.add_many(np.array([5, 5, 5, 0xF0 << 56], np.uint64), np.array([30, 10, 20, 40], np.uint64))
+    index.add_many(np.array([5, 5, 5, 0xF0 << 56], np.uint64),
+                   np.array([30, 10, 20, 40], np.uint64))
     index.add(5 ^ 0b111, 50)
     index.add(5 ^ 0b1111, 60)  # 4 bits from 5 but 1 bit from key 50's fingerprint
     assert index.pairs().tolist() == [[10, 20], [10, 30], [10, 50], [20, 30], [20, 50],
