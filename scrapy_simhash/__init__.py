@@ -1,7 +1,9 @@
 """Near-duplicate page detection for Scrapy with simhash fingerprints.
 
-Public names are imported lazily so that ``import scrapy_simhash`` stays cheap
-and the pure algorithms can be used without importing Scrapy.
+The fingerprint functions are imported eagerly: the function ``fingerprint``
+shares its name with the module ``scrapy_simhash.fingerprint``, and binding the
+function here first keeps a later import of the module from shadowing it.
+Everything else is imported lazily, so the pure algorithms never import Scrapy.
 """
 
 from __future__ import annotations
@@ -9,16 +11,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from scrapy_simhash.fingerprint import (
+    FINGERPRINT_VERSION,
+    features,
+    fingerprint,
+    hamming,
+    hamming_many,
+    simhash,
+)
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    # fingerprint pipeline (pure, no Scrapy)
-    "FINGERPRINT_VERSION": "scrapy_simhash.fingerprint",
-    "fingerprint": "scrapy_simhash.fingerprint",
-    "features": "scrapy_simhash.fingerprint",
-    "simhash": "scrapy_simhash.fingerprint",
-    "hamming": "scrapy_simhash.fingerprint",
-    "hamming_many": "scrapy_simhash.fingerprint",
     # index (pure, no Scrapy)
     "TableLayout": "scrapy_simhash.layout",
     "SimhashIndex": "scrapy_simhash.index",
@@ -28,7 +32,16 @@ _EXPORTS = {
     "Addon": "scrapy_simhash.addon",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "FINGERPRINT_VERSION",
+    "__version__",
+    "features",
+    "fingerprint",
+    "hamming",
+    "hamming_many",
+    "simhash",
+    *_EXPORTS,
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -100,17 +100,9 @@ class SimhashMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
-        settings = crawler.settings
-        try:
-            enabled = settings.getbool("SIMHASH_ENABLED", True)
-        except ValueError:
-            raise ValueError(
-                f"Invalid SIMHASH_ENABLED setting: {settings.get('SIMHASH_ENABLED')!r} "
-                "(expected true or false)"
-            ) from None
-        if not enabled:
+        config = SimhashSettings.from_settings(crawler.settings)
+        if not config.enabled:
             raise NotConfigured
-        config = SimhashSettings.from_settings(settings)
         backend = load_backend(config).from_config(config)
         mw = cls(crawler, config, backend)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
@@ -199,8 +191,12 @@ class SimhashMiddleware:
             if fp is None:
                 self.stats.inc_value("simhash/skipped_count/too_few_features")
                 return
+            # dont_filter pages are never dropped, but they are still indexed
+            dont_filter = request is not None and request.dont_filter
             try:
-                duplicate = self.backend.query_and_add(fp, response.url)
+                duplicate = self.backend.query_and_add(
+                    fp, response.url, add="always" if dont_filter else "if_new"
+                )
             except BackendError as exc:
                 self._backend_error(exc)
                 return
@@ -209,7 +205,7 @@ class SimhashMiddleware:
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
             return
-        if request is not None and request.dont_filter:
+        if dont_filter:
             self.stats.inc_value("simhash/kept_dont_filter_count")
             return
         self._report(response, fp, duplicate)
