@@ -2,15 +2,20 @@
 
 Usage (from anywhere)::
 
-    python example_project/run_demo.py            # crawl, summary, checks (exit 0 if they pass)
+    python example_project/run_demo.py              # crawl, summary, checks (exit 0 if they pass)
+    python example_project/run_demo.py --all-drops  # list every drop, not a sample per kind
     python example_project/run_demo.py --distances  # fingerprint distances only, no crawl
+    python example_project/run_demo.py --compare    # also crawl with the plugin off
     python example_project/run_demo.py -- -s SIMHASH_MAX_DISTANCE=4   # extra scrapy arguments
 
-The summary lists the pages crawled, kept and dropped, every drop with the page
-it duplicates and the Hamming distance, and the requests saved: outlinks that
-dropped pages carried (as the site served them) and that the crawl never
-requested. The checks compare the crawl with what the site knows of its pages:
-every printer, partner and session-id copy dropped, every distinct page kept.
+The summary gives the pages crawled, kept and dropped, the requests saved
+(links that only dropped pages carried, as the site served them, and that the
+crawl never requested), then the drops with the page each duplicates and the
+Hamming distance, and the closest pair of distinct pages (the product pages
+share one template). The checks compare the crawl with what the site knows of
+its pages, whatever order they came in: each group of copies (an article, its
+printer version and partner copy; the session-id views of a listing page) kept
+exactly once, every other page kept, no drop naming a page of another group.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,16 +41,18 @@ sys.path.insert(0, str(HERE))
 from demo import content  # noqa: E402
 from demo.site import LISTING_PAGES, DemoSite, classify, serve  # noqa: E402
 
-KIND_LABELS = {
-    "listing": "session-id listing views",
-    "print": "printer-version",
-    "mirror": "partner-site copy",
-    "home": "start page fetched again",
-    "mirror-index": "partner front page",
-    "mirror-section": "partner section pages",
-    "article": "articles",
-    "product": "product pages",
+KIND_LABELS = {  # kind of page: (one, several)
+    "print": ("printer version", "printer versions"),
+    "mirror": ("partner-site copy", "partner-site copies"),
+    "listing": ("listing view with a new session id", "listing views with a new session id"),
+    "home": ("start page fetched again", "start page fetched again"),
+    "article": ("article (a copy came first)", "articles (a copy came first)"),
+    "mirror-index": ("partner front page", "partner front pages"),
+    "mirror-section": ("partner section page", "partner section pages"),
+    "product": ("product page", "product pages"),
 }
+#: Rows of the drop table per kind of page, unless --all-drops.
+MAX_ROWS_PER_KIND = 8
 
 
 @dataclass
@@ -125,92 +132,173 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def check(result: CrawlResult) -> list[tuple[bool, str]]:
-    """The expected outcome, as (passed, description) pairs."""
-    checks: list[tuple[bool, str]] = []
-    fetched_kinds = Counter(classify(u).kind for u in result.fetched)
-    kept_groups = Counter(classify(u).group for u in result.kept)
-    item_urls = {i["url"] for i in result.items}
+def max_distance(extra_args: Sequence[str] = ()) -> int:
+    """The k the crawl uses: the project's settings with the ``-s NAME=VALUE`` of *extra_args*."""
+    from scrapy.settings import Settings
 
+    from scrapy_simhash.settings import SimhashSettings
+
+    settings = Settings()
+    settings.setmodule("demo.settings", priority="project")
+    args = list(extra_args)
+    for i, arg in enumerate(args):
+        value = None
+        if arg in ("-s", "--set") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--set="):
+            value = arg[len("--set=") :]
+        elif arg.startswith("-s") and len(arg) > 2:
+            value = arg[2:]
+        if value and "=" in value:
+            name, _, setting = value.partition("=")
+            settings.set(name, setting, priority="cmdline")
+    return SimhashSettings.from_settings(settings).max_distance
+
+
+def check(result: CrawlResult) -> list[tuple[bool, str]]:
+    """The expected outcome, as (passed, description) pairs, whatever order pages came in.
+
+    Pages of one group are copies of one another (an article, its printer version
+    and its partner copy; the session-id views of one listing page). Whichever
+    copy the crawl fetched first is the one kept: each group is kept exactly once,
+    every other view of it is dropped as a duplicate of a kept page of the same
+    group, and nothing is dropped as a duplicate of another group.
+    """
+    checks: list[tuple[bool, str]] = []
     checks.append((result.returncode == 0, f"scrapy crawl exited with status {result.returncode}"))
-    wrong = [
+
+    views = Counter(classify(u).group for u in result.fetched)
+    kept = Counter(classify(u).group for u in result.kept)
+    kept_urls = set(result.kept)
+    foreign = [
         d for d in result.drops
-        if not (classify(d["url"]).is_variant or d["url"] == d["duplicate_of"])
-        or classify(d["url"]).group != classify(d["duplicate_of"]).group
+        if classify(d["url"]).group != classify(d["duplicate_of"]).group
+        or d["duplicate_of"] not in kept_urls
     ]
     checks.append((
-        not wrong and bool(result.drops),
-        f"every drop is a copy of the page it names ({len(result.drops) - len(wrong)}"
+        not foreign and bool(result.drops),
+        f"every drop names a kept copy of the same page ({len(result.drops) - len(foreign)}"
         f" of {len(result.drops)})",
     ))
-    for kind in ("print", "mirror"):
-        copies = [u for u in result.fetched if classify(u).kind == kind]
-        n = sum(u in result.dropped for u in copies)
+    for label, prefix, expected in (
+        ("stories (article, printer version, partner copy)", "story:", len(content.ARTICLES)),
+        ("listing pages (views with any session id)", "listing:", LISTING_PAGES),
+    ):
+        groups = [g for g in views if g.startswith(prefix)]
+        once = [g for g in groups if kept[g] == 1]
+        dropped = sum(classify(d["url"]).group in groups for d in result.drops)
         checks.append((
-            n == len(copies) and n > 0,
-            f"every {KIND_LABELS[kind]} page crawled was dropped ({n} of {len(copies)})",
+            len(once) == len(groups) == expected and dropped > 0,
+            f"each of the {expected} {label} kept exactly once ({len(once)} of {len(groups)}"
+            f" crawled), {dropped} other copies dropped",
         ))
-    listing_ok = all(kept_groups[f"listing:{n}"] == 1 for n in range(1, LISTING_PAGES + 1))
+    distinct = [g for g in views if not g.startswith(("story:", "listing:"))]
+    once = [g for g in distinct if kept[g] == 1]
     checks.append((
-        listing_ok and fetched_kinds["listing"] > LISTING_PAGES,
-        f"each of the {LISTING_PAGES} listing pages kept once, the other "
-        f"{fetched_kinds['listing'] - sum(kept_groups[f'listing:{n}'] for n in range(1, LISTING_PAGES + 1))}"
-        " session-id views dropped",
+        len(once) == len(distinct),
+        f"every other page kept exactly once ({len(once)} of {len(distinct)}: home, shop, "
+        f"{sum(g.startswith('product:') for g in once)} products...)",
     ))
+    titles = {(classify(i["url"]).group, i.get("title")) for i in result.items}
     for kind, expected in (("article", content.ARTICLES), ("product", content.PRODUCTS)):
-        urls = {f"{result.base_url}/{'news' if kind == 'article' else 'shop'}/{x.slug}.html"
-                for x in expected}
-        n = len(urls & item_urls)
-        checks.append((n == len(expected), f"every {kind} page kept and parsed ({n} of {len(expected)})"))
+        wanted = {
+            (f"story:{x.slug}", x.title) if kind == "article" else (f"product:{x.slug}", x.name)
+            for x in expected
+        }
+        n = len(wanted & titles)
+        checks.append((n == len(expected), f"every {kind} parsed by the spider ({n} of {len(expected)})"))
     return checks
 
 
-def summarize(result: CrawlResult, out=sys.stdout) -> bool:
-    """Print the crawl summary and the checks; True if every check passed."""
-    p = result.path
-    stats = result.stats
-    print(f"\nDemo site: {result.base_url}/", file=out)
-    print(
-        f"Crawled {len(result.fetched)} pages: {len(result.kept)} kept, "
-        f"{len(result.dropped)} dropped as near-duplicates; {len(result.items)} items scraped.",
-        file=out,
+def closest_pairs(fps: dict[str, int | None]) -> list[tuple[int, str, str]]:
+    """Distances between pages of different groups, closest first."""
+    from scrapy_simhash.fingerprint import hamming
+
+    return sorted(
+        (hamming(fps[x], fps[y]), x, y)
+        for x, y in itertools.combinations(fps, 2)
+        if fps[x] is not None and fps[y] is not None and classify(x).group != classify(y).group
     )
-    if stats:
-        hist = {k.rsplit("/", 1)[1]: v for k, v in stats.items()
-                if k.startswith("simhash/duplicate_distance_count/")}
-        print(
-            f"simhash stats: {stats.get('simhash/response_count', 0)} responses fingerprinted, "
-            f"{stats.get('simhash/duplicate_count', 0)} duplicates, distances "
-            + (", ".join(f"{d}: {n}" for d, n in sorted(hist.items(), key=lambda x: int(x[0])))
-               or "none"),
-            file=out,
-        )
 
-    by_kind: dict[str, list[dict]] = defaultdict(list)
-    for d in result.drops:
-        by_kind[classify(d["url"]).kind].append(d)
-    for kind, drops in sorted(by_kind.items()):
-        print(f"\nDropped {len(drops)} pages of kind {KIND_LABELS.get(kind, kind)!r}:", file=out)
-        width = max(len(p(d["url"])) for d in drops)
-        for d in sorted(drops, key=lambda d: d["url"]):
-            print(f"  {p(d['url']):<{width}}  duplicates {p(d['duplicate_of'])}"
-                  f"  (distance {d['distance']})", file=out)
 
+def site_fingerprints(seed: int | None = 0) -> tuple[DemoSite, dict[str, int | None]]:
+    """One view of every distinct page of the demo site, fingerprinted as the crawl does."""
+    from scrapy_simhash.fingerprint import fingerprint
+
+    site = DemoSite(seed=seed)
+    return site, {path: fingerprint(site.handle(path)[2]) for path in site.all_pages()}
+
+
+def _count(kind: str, n: int) -> str:
+    one, several = KIND_LABELS.get(kind, (kind, kind))
+    return f"{n} {one if n == 1 else several}"
+
+
+def _rows(rows: Sequence[tuple[str, ...]], out) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+
+
+def summarize(
+    result: CrawlResult, k: int, *, all_drops: bool = False, seed: int | None = 0, out=sys.stdout
+) -> bool:
+    """Print the crawl summary, the drops and the checks; True if every check passed."""
+    p = result.path
+    drops_by_kind = Counter(classify(d["url"]).kind for d in result.drops)
     saved = result.saved_requests()
     saved_kinds = Counter(classify(u).kind for u in saved)
-    print(
-        f"\nRequests saved: {len(saved)} outlinks of dropped pages were never scheduled"
-        + (" (" + ", ".join(f"{KIND_LABELS.get(k, k)}: {n}" for k, n in saved_kinds.most_common())
-           + ")" if saved else "")
-        + ".",
-        file=out,
-    )
-    mirror_only = sorted(p(u) for u in saved if classify(u).kind in ("mirror-index", "mirror-section"))
-    if mirror_only:
-        print(f"  partner-only pages never visited: {', '.join(mirror_only)}", file=out)
+    hist = Counter(d["distance"] for d in result.drops)
+
+    print(f"\nCrawled {len(result.fetched)} pages of {result.base_url}/ with scrapy-simhash (k={k}):",
+          file=out)
+    print(f"  kept    {len(result.kept):>4} pages     {len(result.items)} articles and products scraped",
+          file=out)
+    print(f"  dropped {len(result.drops):>4} pages     near-duplicates of kept pages: "
+          + ", ".join(_count(kind, n) for kind, n in drops_by_kind.most_common()), file=out)
+    print(f"  saved   {len(saved):>4} requests  links seen only on dropped pages, never requested"
+          + (": " + ", ".join(_count(kind, n) for kind, n in saved_kinds.most_common())
+             if saved else ""), file=out)
+    if hist:
+        print("  distances of the drops: "
+              + ", ".join(f"{d}: {hist[d]}" for d in sorted(hist)), file=out)
+
+    if result.drops:
+        print("\nDropped pages:", file=out)
+        rows = [("page", "duplicate of", "distance")]
+        hidden: Counter[str] = Counter()
+        shown: Counter[str] = Counter()
+        order = {kind: i for i, kind in enumerate(KIND_LABELS)}
+        for d in sorted(result.drops, key=lambda d: (order.get(classify(d["url"]).kind, 99), d["url"])):
+            kind = classify(d["url"]).kind
+            if not all_drops and shown[kind] >= MAX_ROWS_PER_KIND:
+                hidden[kind] += 1
+                continue
+            shown[kind] += 1
+            rows.append((p(d["url"]), p(d["duplicate_of"]), str(d["distance"])))
+        _rows(rows, out)
+        if hidden:
+            print("  ... and " + ", ".join(f"{n} more {KIND_LABELS[kind][n > 1]}"
+                                           for kind, n in hidden.items())
+                  + " (--all-drops lists them)", file=out)
+
+    _, fps = site_fingerprints(seed)
+    products = {path: fp for path, fp in fps.items() if classify(path).kind == "product"}
+    closest = closest_pairs(fps)
+    closest_products = closest_pairs(products)
+    if closest_products:
+        d, x, y = closest_products[0]
+        print(f"\nThe {len(products)} product pages share one template; closest pair {x} and {y}"
+              f" at distance {d} (kept apart: more than k={k}).", file=out)
+    if closest:
+        d, x, y = closest[0]
+        print(f"Closest distinct pages of the site: {x} and {y} at distance {d}.", file=out)
 
     print("\nChecks:", file=out)
     results = check(result)
+    if closest:
+        results.append((closest[0][0] > k, f"distinct pages more than k={k} apart"
+                        f" (closest {closest[0][0]})"))
     for ok, text in results:
         print(f"  [{'ok' if ok else 'FAIL'}] {text}", file=out)
     passed = all(ok for ok, _ in results)
@@ -224,47 +312,40 @@ def compare(result: CrawlResult, outdir: Path, seed: int | None, extra: Sequence
     with serve(seed=seed) as site:
         print("\nCrawling again with SIMHASH_ENABLED=False...", flush=True)
         off = run_crawl(site, outdir, [*extra, "-s", "SIMHASH_ENABLED=False"])
-    distinct = {classify(u).group for u in off.fetched}
     rows = [("", "with scrapy-simhash", "without"),
             ("pages fetched", len(result.fetched), len(off.fetched)),
             ("distinct pages among them", len({classify(u).group for u in result.fetched}),
-             len(distinct)),
+             len({classify(u).group for u in off.fetched})),
             ("items scraped", len(result.items), len(off.items)),
             ("finish reason", result.stats.get("finish_reason"), off.stats.get("finish_reason"))]
     for name, a, b in rows:
         print(f"  {name:<28}{a!s:>22}{b!s:>22}")
 
 
-def distance_report(seed: int | None = 0, out=sys.stdout) -> None:
+def distance_report(seed: int | None = 0, k: int = 3, out=sys.stdout) -> None:
     """Fingerprint every page of the site once; show distances within and across groups."""
     from scrapy_simhash.fingerprint import fingerprint, hamming
 
-    site = DemoSite(seed=seed)
-    pages = list(site.all_pages())
-    fps = {}
-    for path in pages:
-        fps[path] = fingerprint(site.handle(path)[2])
+    site, fps = site_fingerprints(seed)
     none = [path for path, fp in fps.items() if fp is None]
-    print(f"{len(pages)} pages fingerprinted; no fingerprint (too few features): {none or 'none'}",
+    print(f"{len(fps)} pages fingerprinted; no fingerprint (too few features): {none or 'none'}",
           file=out)
-    print("\nCopies (should be within k; k defaults to 3):", file=out)
+    print(f"\nCopies (should be within k={k}):", file=out)
     for a in content.ARTICLES:
         orig = fps[f"/news/{a.slug}.html"]
-        if orig is None:
-            continue
         d = {kind: fps[f"/{kind}/{a.slug}.html"] for kind in ("print", "partner")}
         print(f"  {a.slug:<24} print {_dist(orig, d['print'], hamming):>4}   "
-              f"partner {_dist(orig, d['partner'], hamming):>4}", file=out)
+              f"partner {_dist(orig, d['partner'], hamming):>4}   "
+              f"print-partner {_dist(d['print'], d['partner'], hamming):>4}", file=out)
     views = [fingerprint(site.handle(site.listing_url(1))[2]) for _ in range(3)]
     print(f"  listing page 1, three session views: distances to the first "
           f"{[_dist(views[0], v, hamming) for v in views[1:]]}", file=out)
-    cross = sorted(
-        (hamming(fps[x], fps[y]), x, y)
-        for x, y in itertools.combinations(pages, 2)
-        if fps[x] is not None and fps[y] is not None and classify(x).group != classify(y).group
-    )
-    print("\nClosest distinct pages (should be above k):", file=out)
-    for dist, x, y in cross[:10]:
+    print(f"\nClosest distinct pages (should be above k={k}):", file=out)
+    for dist, x, y in closest_pairs(fps)[:10]:
+        print(f"  {dist:>3}  {x}  {y}", file=out)
+    products = {path: fp for path, fp in fps.items() if classify(path).kind == "product"}
+    print("Closest product pages (one shared template):", file=out)
+    for dist, x, y in closest_pairs(products)[:3]:
         print(f"  {dist:>3}  {x}  {y}", file=out)
 
 
@@ -278,12 +359,14 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="seed of the site's per-view randomness")
     parser.add_argument("--distances", action="store_true",
                         help="print fingerprint distances between the site's pages, no crawl")
+    parser.add_argument("--all-drops", action="store_true", help="list every drop, not a sample")
     parser.add_argument("--compare", action="store_true",
                         help="also crawl with the plugin off (SIMHASH_ENABLED=False) and compare")
     parser.add_argument("scrapy_args", nargs="*", help="extra arguments for scrapy crawl (after --)")
     args = parser.parse_args(argv)
+    k = max_distance(args.scrapy_args)
     if args.distances:
-        distance_report(seed=args.seed)
+        distance_report(seed=args.seed, k=k)
         return 0
     with tempfile.TemporaryDirectory(prefix="simhash-demo-") as tmp:
         outdir = args.output or Path(tmp)
@@ -292,15 +375,15 @@ def main(argv: Iterable[str] | None = None) -> int:
             print(f"Serving the demo site at {site.base_url}/ ; crawling it with scrapy-simhash...",
                   flush=True)
             result = run_crawl(site, outdir, args.scrapy_args)
-        passed = summarize(result)
-        if args.compare:
-            compare(result, outdir / "without", args.seed, args.scrapy_args)
-        if args.output:
-            print(f"Crawl files (items, drops, stats, log) are in {outdir}")
         if result.returncode != 0:
             print("\nLast lines of the crawl log:", file=sys.stderr)
             lines = result.log_path.read_text().splitlines() if result.log_path.exists() else []
             print("\n".join(lines[-30:]), file=sys.stderr)
+        passed = summarize(result, k, all_drops=args.all_drops, seed=args.seed)
+        if args.compare:
+            compare(result, outdir / "without", args.seed, args.scrapy_args)
+        if args.output:
+            print(f"Crawl files (items, drops, stats, log) are in {outdir}")
     return 0 if passed else 1
 
 

@@ -39,6 +39,7 @@ import logging
 import re
 import threading
 from functools import lru_cache
+from collections.abc import Callable
 from typing import NamedTuple
 
 from bs4.dammit import EncodingDetector
@@ -60,6 +61,11 @@ MIN_KEPT_CHARS = 200
 MAX_LINK_DENSITY = 0.5
 #: A soft-dropped element holding more than this share of the text is kept.
 GUARD_SHARE = 0.5
+#: The main-content region: the deepest block element holding this share of
+#: the kept body text's weight.
+REGION_SHARE = 0.75
+#: ... and at least this share of its characters.
+REGION_MIN_TEXT = float(__import__("os").environ.get("A3_RMT", "0.5"))
 
 # Elements whose content is never visible text.
 _SKIP_TAGS = frozenset(
@@ -230,8 +236,11 @@ class _Walker:
         self.chars = 0
         self.elements = 0
 
-    def run(self, start, kind: int, in_link: bool, in_main: bool) -> list:
+    def run(self, start, kind: int, in_link: bool, in_main: bool) -> tuple[list, list]:
+        """Items of the subtree of ``start``, and the spans ``(element, first, end)``
+        of the items of each block-level element that yields any."""
         items: list = []
+        spans: list = []
         append = items.append
         buf: list[str] = []
         link = 0
@@ -285,10 +294,13 @@ class _Walker:
                             block = tag in block_tags
                             if block and buf:
                                 flush(kind)
+                            first = len(items)
                             if not walk(child, child_kind, child_link, child_main):
                                 return False
                             if buf and (block or child_kind != kind):
                                 flush(child_kind)
+                            if block and len(items) > first:
+                                spans.append((child, first, len(items)))
                 tail = child.tail
                 if tail:
                     buf.append(tail)
@@ -299,19 +311,30 @@ class _Walker:
         walk(start, kind, in_link, in_main)
         if buf:
             flush(kind)
-        return items
+        spans.append((start, 0, len(items)))
+        return items, spans
 
-    def expand(self, items: list, limit: float, weak_too: bool) -> list:
+    def expand(self, items: list, spans: list, limit: float, weak_too: bool) -> tuple[list, list]:
         """Walk the placeholders holding more than ``limit`` characters (the
-        guard), or dropped for their class/id only when ``weak_too``."""
+        guard), or dropped for their class/id only when ``weak_too``; the
+        blocks and their spans."""
         out: list = []
-        for item in items:
+        out_spans: list = []
+        position = [0] * (len(items) + 1)  # item index -> index in ``out``
+        for n, item in enumerate(items):
+            position[n] = len(out)
             if item.__class__ is not _Dropped:
                 out.append(item)
             elif item.chars > limit or (weak_too and item.weak):
-                sub = self.run(item.el, item.kind, item.in_link, item.in_main)
-                out.extend(self.expand(sub, limit, weak_too))
-        return out
+                sub, sub_spans = self.expand(
+                    *self.run(item.el, item.kind, item.in_link, item.in_main), limit, weak_too
+                )
+                base = len(out)
+                out.extend(sub)
+                out_spans.extend((el, first + base, end + base) for el, first, end in sub_spans)
+        position[len(items)] = len(out)
+        out_spans.extend((el, position[first], position[end]) for el, first, end in spans)
+        return out, out_spans
 
 
 def _is_hidden_or_landmark(el: etree._Element, names: list[str]) -> bool:
@@ -363,11 +386,52 @@ def _root_element(page: object, encoding: str | None) -> etree._Element | None:
     raise TypeError(f"page must be str, bytes or an lxml element, not {type(page).__name__}")
 
 
-def extract(page: str | bytes | etree._Element, *, encoding: str | None = None) -> MainText:
+def _region(
+    blocks: list, spans: list, keep: list[bool], weigh: Callable[[str], float]
+) -> tuple[int, int]:
+    """The blocks ``[first, end)`` of the deepest block element holding at least
+    :data:`REGION_SHARE` of the weight of the kept body text: the main content,
+    without the template's leftovers around it (teasers, blurbs, link boxes)."""
+    cumulative = [0.0]
+    chars = [0]
+    for (text, kind, _), k in zip(blocks, keep):
+        if k and not kind:
+            cumulative.append(cumulative[-1] + weigh(text))
+            chars.append(chars[-1] + len(text))
+        else:
+            cumulative.append(cumulative[-1])
+            chars.append(chars[-1])
+    best = (0, len(blocks))
+    if cumulative[-1] <= 0:
+        return best
+    need = REGION_SHARE * cumulative[-1]
+    need_chars = REGION_MIN_TEXT * chars[-1]
+    for _, first, end in spans:
+        if (
+            end - first < best[1] - best[0]
+            and cumulative[end] - cumulative[first] >= need
+            and chars[end] - chars[first] >= need_chars
+        ):
+            best = (first, end)
+    return best
+
+
+def _words(text: str) -> float:
+    return float(len(text.split()))
+
+
+def extract(
+    page: str | bytes | etree._Element,
+    *,
+    encoding: str | None = None,
+    weigh: Callable[[str], float] | None = None,
+) -> MainText:
     """Return the title, headings and main-text blocks of a page.
 
     ``page`` is HTML (``str``/``bytes``) or an lxml element (such as
-    ``response.selector.root``), which is read and never modified.
+    ``response.selector.root``), which is read and never modified. ``weigh``
+    gives a body-text block's weight for locating the main-content region (by
+    default its number of words; the fingerprint uses its spot signatures).
     """
     root = _root_element(page, encoding)
     if root is None:
@@ -379,18 +443,20 @@ def extract(page: str | bytes | etree._Element, *, encoding: str | None = None) 
     start = body if body is not None else root
     title = _title(root)
     walker = _Walker()
-    items = walker.run(start, _HEADING_TAGS.get(start.tag, 0), False, False)
+    items, spans = walker.run(start, _HEADING_TAGS.get(start.tag, 0), False, False)
     total = walker.chars + sum(i.chars for i in items if i.__class__ is _Dropped)
     limit = GUARD_SHARE * total
-    blocks = walker.expand(items, limit, False)
+    blocks, block_spans = walker.expand(items, spans, limit, False)
     keep, kept = _select(blocks)
     if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
         # Too little left: first trust class/id names less, then keep it all.
-        blocks = walker.expand(items, limit, True)
+        blocks, block_spans = walker.expand(items, spans, limit, True)
         keep, kept = _select(blocks)
         if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
-            blocks = walker.expand(items, -1, True)
+            blocks, block_spans = walker.expand(items, spans, -1, True)
             keep = [True] * len(blocks)
+    first, end = _region(blocks, block_spans, keep, weigh or _words)
+    blocks, keep = blocks[first:end], keep[first:end]
     headings = [b[0] for b, k in zip(blocks, keep) if k and 0 < b[1] < _CODE]
     texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]
     code = [b[0] for b, k in zip(blocks, keep) if k and b[1] == _CODE]

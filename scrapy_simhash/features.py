@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
 
-from scrapy_simhash.extract import MainText
+from lxml import etree
+
+from scrapy_simhash.extract import MainText, extract
 
 #: Non-antecedent tokens chained after an antecedent.
 CHAIN = 1
@@ -121,13 +123,51 @@ def _word_features(texts: Iterable[str], prefix: str, counts: dict[str, float], 
             counts[key] = counts.get(key, 0.0) + weight
 
 
-def main_text_features(main: MainText) -> dict[str, float]:
+def spot_count(tokens: list[str]) -> int:
+    """Number of spot signatures in ``tokens`` (antecedents followed by a token
+    that is not one)."""
+    ante = antecedents()
+    count = 0
+    following = False
+    for token in reversed(tokens):
+        if token in ante:
+            count += following
+        else:
+            following = True
+    return count
+
+
+def main_text_features(
+    main: MainText, tokens: Mapping[str, list[str]] | None = None
+) -> dict[str, float]:
     """Weighted features of a page's main text: spots of each block, plus the
-    words of the title and of the headings."""
+    words of the title and of the headings. ``tokens`` maps block texts already
+    tokenized to their tokens."""
     counts: dict[str, float] = {}
-    # Blocks are tokenized together (one regex pass); a chain may run into the
-    # next block only after a block's last word.
-    spots(tokenize("\n".join(main.blocks)), counts)
+    if tokens is None:
+        # Blocks are tokenized together (one regex pass).
+        words = tokenize("\n".join(main.blocks))
+    else:
+        words = []
+        for block in main.blocks:
+            known = tokens.get(block)
+            words += tokenize(block) if known is None else known
+    # A chain may run into the next block only after a block's last word.
+    spots(words, counts)
     _word_features((main.title,), "title:", counts, TITLE_WEIGHT)
     _word_features(main.headings, "h:", counts, HEADING_WEIGHT)
     return counts
+
+
+def page_features(
+    page: str | bytes | etree._Element, *, encoding: str | None = None
+) -> dict[str, float]:
+    """Weighted features of a page: its main text located by spot weight
+    (the region holding most spots), each block tokenized once."""
+    tokens: dict[str, list[str]] = {}
+
+    def weigh(text: str) -> float:
+        found = tokens[text] = tokenize(text)
+        return spot_count(found)
+
+    return main_text_features(extract(page, encoding=encoding, weigh=weigh), tokens)

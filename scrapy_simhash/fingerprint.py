@@ -16,8 +16,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.extract import extract
-from scrapy_simhash.features import main_text_features
+from scrapy_simhash.features import page_features
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ def features(
     page: str | bytes | etree._Element, *, encoding: str | None = None
 ) -> dict[str, float]:
     """The weighted features of a page (to see why two pages match)."""
-    return main_text_features(extract(page, encoding=encoding))
+    return page_features(page, encoding=encoding)
 
 
 def simhash(

@@ -545,8 +545,8 @@ class SimhashIndex:
     # -- all pairs and clusters -----------------------------------------------------
 
     def _fp_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Compact, then distinct-fingerprint pairs as master row ranges:
-        (first row of a, first row of b, distance) with fingerprint a < b."""
+        """Compact, then distinct-fingerprint pairs, each once, as master row
+        ranges: (first row of a, first row of b, distance), fingerprint a < b."""
         self.compact()
         if not self._levels:
             e = np.empty(0, dtype=np.intp)
@@ -565,21 +565,22 @@ class SimhashIndex:
             np.not_equal(perm[1:], perm[:-1], out=distinct[1:])
             perm = perm[distinct]
             i, j, d = _run_pairs(perm, table.p, self.k)
-            if i.size:
-                a = table.unpermute_many(perm[i])
-                b = table.unpermute_many(perm[j])
-                fa.append(np.minimum(a, b))
-                fb.append(np.maximum(a, b))
-                dd.append(d)
+            if not i.size:
+                continue
+            a = table.unpermute_many(perm[i])
+            b = table.unpermute_many(perm[j])
+            # keep a pair in the first table where it shares the leading p bits
+            first = np.ones(len(a), dtype=bool)
+            for earlier in self._tables[:t]:
+                shift = _U64(F - earlier.p)
+                first &= (earlier.permute_many(a) >> shift) != (earlier.permute_many(b) >> shift)
+            fa.append(np.minimum(a[first], b[first]))
+            fb.append(np.maximum(a[first], b[first]))
+            dd.append(d[first])
         if not fa:
             e = np.empty(0, dtype=np.intp)
             return e, e, np.empty(0, dtype=np.uint8)
         a, b, d = np.concatenate(fa), np.concatenate(fb), np.concatenate(dd)
-        order = np.lexsort((b, a))
-        a, b, d = a[order], b[order], d[order]
-        first = np.ones(len(a), dtype=bool)
-        first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-        a, b, d = a[first], b[first], d[first]
         ra = np.searchsorted(level.fps, a, side="left")
         rb = np.searchsorted(level.fps, b, side="left")
         return ra, rb, d
@@ -597,7 +598,8 @@ class SimhashIndex:
         an ``(n, 2)`` uint64 array of keys, smaller key first, sorted; with
         ``with_distances=True`` also the parallel uint8 distances. Compacts the
         index into one level first; each table's runs of equal leading p bits
-        are compared offset by offset, and pairs found by several tables kept once."""
+        are compared offset by offset; a pair counts in the first table where it
+        shares the leading bits."""
         ra, rb, d = self._fp_pairs()
         if not self._levels:
             empty = np.empty((0, 2), dtype=np.uint64)

@@ -267,12 +267,12 @@ class DemoSite:
         nxt = content.ARTICLES[(content.ARTICLES.index(a) + 1) % len(content.ARTICLES)]
         printed = datetime.now(timezone.utc).strftime("%d %B %Y at %H:%M:%S UTC")
         body = (
-            f"<p>{escape(content.SITE_NAME)}</p>"
+            f'<header><p class="brand">{escape(content.SITE_NAME)}</p></header>'
             f"<h1>{escape(a.title)}</h1><p>By {escape(a.author)}, {a.date}</p>"
             f"{_paragraphs(a.paragraphs)}"
-            f"<hr><p>Printed on {printed} from {self.base_url}/news/{slug}.html</p>"
+            f"<footer><hr><p>Printed on {printed} from {self.base_url}/news/{slug}.html</p>"
             f"<p>{_a(f'/news/{slug}.html', 'Back to the story')} · "
-            f"{_a(f'/print/{nxt.slug}.html', 'Print the next story')}</p>"
+            f"{_a(f'/print/{nxt.slug}.html', 'Print the next story')}</p></footer>"
         )
         return _page(f"{a.title} (print)", body, og_type="article",
                      head='<meta name="robots" content="noindex">')
@@ -310,15 +310,15 @@ class DemoSite:
         body = (
             top
             + '<div class="content-wrap"><div class="story">'
-            f'<div class="headline">{escape(a.title)}</div>'
+            f'<h1 class="headline">{escape(a.title)}</h1>'
             f'<div class="meta">{escape(a.author)} · Updated {minutes} minutes ago · '
             f"{views:,} views</div>"
             f'<div class="story-body">{"".join(paragraphs)}</div>'
             f'<div class="credit">First published by '
             f"{_a(f'/news/{slug}.html', content.SITE_NAME)} on {a.date}.</div>"
             "</div>"
-            f'<div class="right-rail"><div class="promo">{escape(ads[1])}</div>'
-            f'<div class="more"><b>More from the valley</b>{more_html}</div></div></div>'
+            f'<aside class="right-rail"><div class="promo">{escape(ads[1])}</div>'
+            f'<div class="more"><b>More from the valley</b>{more_html}</div></aside></div>'
             + bottom
         )
         return _page(f"{a.title} | {content.PARTNER_NAME}", body, og_type="article")
