@@ -191,12 +191,8 @@ class SimhashMiddleware:
             if fp is None:
                 self.stats.inc_value("simhash/skipped_count/too_few_features")
                 return
-            # dont_filter pages are never dropped, but they are still indexed
-            dont_filter = request is not None and request.dont_filter
             try:
-                duplicate = self.backend.query_and_add(
-                    fp, response.url, add="always" if dont_filter else "if_new"
-                )
+                duplicate = self.backend.query_and_add(fp, response.url)
             except BackendError as exc:
                 self._backend_error(exc)
                 return
@@ -205,7 +201,8 @@ class SimhashMiddleware:
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
             return
-        if dont_filter:
+        if request is not None and request.dont_filter:
+            # never dropped; indexed like any other page when it is new
             self.stats.inc_value("simhash/kept_dont_filter_count")
             return
         self._report(response, fp, duplicate)
