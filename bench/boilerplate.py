@@ -22,7 +22,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import ABSENT_REASON, corpus_dir, web_pages  # noqa: E402
-from scrapy_simhash.extract import extract  # noqa: E402
+from scrapy_simhash.features import page_main_text  # noqa: E402
 
 
 def _norm(text: str) -> str:
@@ -30,13 +30,13 @@ def _norm(text: str) -> str:
 
 
 def boilerplate_scores(limit: int | None = None) -> dict[str, float]:
-    """Segment survival figures of :func:`scrapy_simhash.extract.extract` on the
-    annotated web pages: ``with_kept``, ``without_removed``, ``precision``,
+    """Segment survival figures of the main text that fingerprints are computed
+    from (:func:`scrapy_simhash.features.page_main_text`) on the annotated web pages: ``with_kept``, ``without_removed``, ``precision``,
     ``recall``, ``f1``, ``pages``, ``with``, ``without``."""
     pages = web_pages()[:limit]
     tp = fn = fp = tn = 0
     for _url, path, ann in pages:
-        main = extract(path.read_bytes())
+        main = page_main_text(path.read_bytes())
         text = _norm(" \n ".join([main.title, *main.headings, *main.blocks, *main.code]))
         for segment in ann.get("with", []):
             if _norm(segment) in text:

@@ -16,7 +16,13 @@ from resiliparse, trafilatura and readability:
   banners, comments, bylines...; ``has-sidebar`` and CMS taxonomy classes such
   as ``tag-social`` do not count; ``article main body`` never drop by name);
 * blocks whose text is mostly link text, and headings with no kept text in
-  their section (the titles of "Related" or "Most read" boxes).
+  their section (the titles of "Related" or "Most read" boxes);
+* then everything outside the main-content region: the deepest block element
+  holding :data:`REGION_SHARE` of the kept body text's weight (its words, or
+  the spot signatures the fingerprint is made of). What is left around it are
+  the template's leftovers (blurbs, teaser lists, a second site's boxes); inside
+  it every block counts fully (no positional weighting). Headings count only
+  inside it. The region is not looked for when the fallbacks below apply.
 
 Over-pruning guard: a soft-dropped element holding more than
 :data:`GUARD_SHARE` of the page's visible text is kept (wrappers such as
@@ -63,9 +69,7 @@ MAX_LINK_DENSITY = 0.5
 GUARD_SHARE = 0.5
 #: The main-content region: the deepest block element holding this share of
 #: the kept body text's weight.
-REGION_SHARE = 0.75
-#: ... and at least this share of its characters.
-REGION_MIN_TEXT = float(__import__("os").environ.get("A3_RMT", "0.5"))
+REGION_SHARE = 0.8
 
 # Elements whose content is never visible text.
 _SKIP_TAGS = frozenset(
@@ -393,25 +397,17 @@ def _region(
     :data:`REGION_SHARE` of the weight of the kept body text: the main content,
     without the template's leftovers around it (teasers, blurbs, link boxes)."""
     cumulative = [0.0]
-    chars = [0]
+    total = 0.0
     for (text, kind, _), k in zip(blocks, keep):
         if k and not kind:
-            cumulative.append(cumulative[-1] + weigh(text))
-            chars.append(chars[-1] + len(text))
-        else:
-            cumulative.append(cumulative[-1])
-            chars.append(chars[-1])
+            total += weigh(text)
+        cumulative.append(total)
     best = (0, len(blocks))
-    if cumulative[-1] <= 0:
+    if total <= 0:
         return best
-    need = REGION_SHARE * cumulative[-1]
-    need_chars = REGION_MIN_TEXT * chars[-1]
+    need = REGION_SHARE * total
     for _, first, end in spans:
-        if (
-            end - first < best[1] - best[0]
-            and cumulative[end] - cumulative[first] >= need
-            and chars[end] - chars[first] >= need_chars
-        ):
+        if end - first < best[1] - best[0] and cumulative[end] - cumulative[first] >= need:
             best = (first, end)
     return best
 
@@ -450,13 +446,16 @@ def extract(
     keep, kept = _select(blocks)
     if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
         # Too little left: first trust class/id names less, then keep it all.
+        # The region is not looked for then: the page has too little prose.
         blocks, block_spans = walker.expand(items, spans, limit, True)
+        block_spans = []
         keep, kept = _select(blocks)
         if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
-            blocks, block_spans = walker.expand(items, spans, -1, True)
+            blocks, _ = walker.expand(items, spans, -1, True)
             keep = [True] * len(blocks)
-    first, end = _region(blocks, block_spans, keep, weigh or _words)
-    blocks, keep = blocks[first:end], keep[first:end]
+    if block_spans:
+        first, end = _region(blocks, block_spans, keep, weigh or _words)
+        blocks, keep = blocks[first:end], keep[first:end]
     headings = [b[0] for b, k in zip(blocks, keep) if k and 0 < b[1] < _CODE]
     texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]
     code = [b[0] for b, k in zip(blocks, keep) if k and b[1] == _CODE]

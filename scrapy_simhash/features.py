@@ -24,9 +24,9 @@ from scrapy_simhash.extract import MainText, extract
 #: Non-antecedent tokens chained after an antecedent.
 CHAIN = 1
 #: Weight of each title feature occurrence.
-TITLE_WEIGHT = 1.5
+TITLE_WEIGHT = 2.0
 #: Weight of each heading feature occurrence.
-HEADING_WEIGHT = 2.0
+HEADING_WEIGHT = 3.0
 
 _CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -116,6 +116,27 @@ def spots(tokens: list[str], counts: dict[str, float], weight: float = 1.0) -> N
                 chain.pop()
 
 
+# Separators between a page's own title and the site's name or section.
+_TITLE_PARTS = re.compile(r"\s+(?:[|\-\u2013\u2014\u00b7\u00bb:]|::|//)\s+|\s*[|\u00bb]\s*")
+
+
+_TITLE_NOTE = re.compile(r"\s*[(\[][^()\[\]\s]{1,20}[)\]]\s*$")
+
+
+def title_words(title: str) -> list[str]:
+    """Tokens of a title's part with the most tokens (the first of equals), after
+    a trailing one-word note such as ``(print)``: ``"Night trains | Rail News"``
+    and ``"Night trains are back - Rail News (print)"`` give the page's own
+    title; the site name that templates add to it is left out."""
+    parts = _TITLE_PARTS.split(_TITLE_NOTE.sub("", title))
+    best: list[str] = []
+    for part in parts:
+        tokens = tokenize(part)
+        if len(tokens) > len(best):
+            best = tokens
+    return best
+
+
 def _word_features(texts: Iterable[str], prefix: str, counts: dict[str, float], weight: float):
     for text in texts:
         for token in tokenize(text):
@@ -154,9 +175,29 @@ def main_text_features(
             words += tokenize(block) if known is None else known
     # A chain may run into the next block only after a block's last word.
     spots(words, counts)
-    _word_features((main.title,), "title:", counts, TITLE_WEIGHT)
+    for token in title_words(main.title):
+        key = "title:" + token
+        counts[key] = counts.get(key, 0.0) + TITLE_WEIGHT
     _word_features(main.headings, "h:", counts, HEADING_WEIGHT)
     return counts
+
+
+def _main_text(
+    page: str | bytes | etree._Element, encoding: str | None
+) -> tuple[MainText, dict[str, list[str]]]:
+    tokens: dict[str, list[str]] = {}
+
+    def weigh(text: str) -> float:
+        found = tokens[text] = tokenize(text)
+        return spot_count(found)
+
+    return extract(page, encoding=encoding, weigh=weigh), tokens
+
+
+def page_main_text(page: str | bytes | etree._Element, *, encoding: str | None = None) -> MainText:
+    """The main text the fingerprint is computed from: :func:`extract` with
+    the main-content region located by spot signatures."""
+    return _main_text(page, encoding)[0]
 
 
 def page_features(
@@ -164,10 +205,4 @@ def page_features(
 ) -> dict[str, float]:
     """Weighted features of a page: its main text located by spot weight
     (the region holding most spots), each block tokenized once."""
-    tokens: dict[str, list[str]] = {}
-
-    def weigh(text: str) -> float:
-        found = tokens[text] = tokenize(text)
-        return spot_count(found)
-
-    return main_text_features(extract(page, encoding=encoding, weigh=weigh), tokens)
+    return main_text_features(*_main_text(page, encoding))

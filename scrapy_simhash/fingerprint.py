@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
@@ -21,7 +22,7 @@ from scrapy_simhash.features import page_features
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever any fingerprint can change (persisted indexes record it).
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6
@@ -63,6 +64,39 @@ def simhash(
     return int(np.packbits(votes, bitorder="little").view(_LE_U64)[0])
 
 
+class FingerprintResult(NamedTuple):
+    """A page's fingerprint with what it was computed from."""
+
+    #: The 64-bit simhash, or None when the page has too few features.
+    fingerprint: int | None
+    #: Distinct spot signatures of the main text (title and heading words not
+    #: counted): the figure compared with ``min_features``.
+    feature_count: int
+    #: Why there is no fingerprint (None when there is one).
+    reason: str | None
+
+
+def fingerprint_details(
+    page: str | bytes | etree._Element,
+    *,
+    min_features: int = DEFAULT_MIN_FEATURES,
+    seed: int = 0,
+    encoding: str | None = None,
+) -> FingerprintResult:
+    """:func:`fingerprint` with the feature count it was decided on, and the
+    reason when there is no fingerprint. Never raises on page content."""
+    feats = features(page, encoding=encoding)
+    count = sum(":" not in f for f in feats)
+    if count < min_features:
+        reason = (
+            "no main text"
+            if not count
+            else f"{count} spot signatures, fewer than min_features={min_features}"
+        )
+        return FingerprintResult(None, count, reason)
+    return FingerprintResult(simhash(feats, seed=seed), count, None)
+
+
 def fingerprint(
     page: str | bytes | etree._Element,
     *,
@@ -73,10 +107,9 @@ def fingerprint(
     """The simhash of a page's main text, or None when its text has fewer than
     ``min_features`` distinct spot signatures (a page of title, headings and
     code only is not fingerprinted). Never raises on page content."""
-    feats = features(page, encoding=encoding)
-    if sum(":" not in f for f in feats) < min_features:
-        return None
-    return simhash(feats, seed=seed)
+    return fingerprint_details(
+        page, min_features=min_features, seed=seed, encoding=encoding
+    ).fingerprint
 
 
 def hamming(a: int, b: int) -> int:

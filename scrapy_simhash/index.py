@@ -13,9 +13,9 @@ Storage, all ``uint64`` and vectorised:
   as they are, and the identity table is the master array itself), or with
   ``compress=True`` the master rows in that order (``uint32``, 4 bytes an
   entry: packed row ids instead of §3.2's delta coding, which cannot go below
-  ~5.3 bytes an entry for 10M random 64-bit values). Each table has a directory of
-  offsets on the permuted value's leading ``d`` bits (``2**d <= n / 8``, so
-  at most 0.5 bytes an entry), found by one array lookup a probe.
+  ~5.3 bytes an entry for 10M random 64-bit values). Each table has a
+  directory of offsets on the permuted value's leading ``d`` bits
+  (``2**d <= n / 8``, so at most 0.5 bytes an entry), one lookup a probe.
 * online inserts go to a small buffer, compared by brute force; a full buffer
   becomes a level and levels merge LSM-style when the older one is at most
   ``MERGE_RATIO`` times the newer, so there are few levels and each entry is
@@ -33,21 +33,22 @@ format, version 1, little-endian::
             "snapshot_id", "arrays": ["fingerprints", "keys"]}
     zero padding to a multiple of 8, then count u64 fingerprints, count u64 keys
 
-written to a temporary file, fsynced and renamed over ``path``. The log's
-header names the ``snapshot_id`` it follows; a log left from an older snapshot
-(a crash between the rename and the log reset) is already inside the snapshot
-and is ignored. Nothing here imports Scrapy.
+written to a temporary file, fsynced and renamed over ``path`` (the tables
+are rebuilt on load, ~0.2 s a million entries). The log's header names the
+``snapshot_id`` it follows; a log left from an older snapshot (a crash between
+the rename and the log reset) is already inside the snapshot and is ignored.
+Nothing here imports Scrapy.
 """
 
 from __future__ import annotations
 
-from array import array
 import json
 import logging
 import os
 import struct
 import uuid
 import zlib
+from array import array
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -64,6 +65,9 @@ SNAPSHOT_VERSION = 1
 _PREAMBLE = struct.Struct("<8sIIII")
 BUFFER_SIZE = 2048
 MERGE_RATIO = 8
+# pairs(): up to this many tables, each pair is kept by the first table holding
+# it (tables x tables vector passes); beyond, found pairs are sorted and deduplicated
+CANONICAL_TABLES = 24
 _CHUNK = 1 << 16
 _U64 = np.uint64
 _REMOVE = b"-"
@@ -553,6 +557,7 @@ class SimhashIndex:
             return e, e, np.empty(0, dtype=np.uint8)
         level = self._levels[0]
         fa, fb, dd = [], [], []
+        canonical = len(self._tables) <= CANONICAL_TABLES
         for t, table in enumerate(self._tables):
             if self._identity[t]:
                 perm = level.fps
@@ -569,18 +574,27 @@ class SimhashIndex:
                 continue
             a = table.unpermute_many(perm[i])
             b = table.unpermute_many(perm[j])
-            # keep a pair in the first table where it shares the leading p bits
-            first = np.ones(len(a), dtype=bool)
-            for earlier in self._tables[:t]:
-                shift = _U64(F - earlier.p)
-                first &= (earlier.permute_many(a) >> shift) != (earlier.permute_many(b) >> shift)
-            fa.append(np.minimum(a[first], b[first]))
-            fb.append(np.maximum(a[first], b[first]))
-            dd.append(d[first])
+            if canonical:
+                # keep a pair in the first table where it shares the leading p bits
+                first = np.ones(len(a), dtype=bool)
+                for earlier in self._tables[:t]:
+                    shift = _U64(F - earlier.p)
+                    pa, pb = earlier.permute_many(a), earlier.permute_many(b)
+                    first &= (pa >> shift) != (pb >> shift)
+                a, b, d = a[first], b[first], d[first]
+            fa.append(np.minimum(a, b))
+            fb.append(np.maximum(a, b))
+            dd.append(d)
         if not fa:
             e = np.empty(0, dtype=np.intp)
             return e, e, np.empty(0, dtype=np.uint8)
         a, b, d = np.concatenate(fa), np.concatenate(fb), np.concatenate(dd)
+        if not canonical:  # many tables: sort the pairs and keep one of each
+            order = np.lexsort((b, a))
+            a, b, d = a[order], b[order], d[order]
+            first = np.ones(len(a), dtype=bool)
+            first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+            a, b, d = a[first], b[first], d[first]
         ra = np.searchsorted(level.fps, a, side="left")
         rb = np.searchsorted(level.fps, b, side="left")
         return ra, rb, d

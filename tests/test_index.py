@@ -72,8 +72,8 @@ def layouts_for(k):
     out = ["auto", TableLayout.even(k, k + 1)]
     if k >= 1:
         out.append(TableLayout.even(k, k + 3))
-    if 1 <= k <= 4:
-        out.append(TableLayout.even(k, 4, k + 1) if k < 4 else TableLayout.even(k, 8, 6))
+    if 1 <= k <= 3:
+        out.append(TableLayout.even(k, 4, k + 1))  # two levels: 4, 6 x 3, 4 x 4 tables
     return out
 
 
