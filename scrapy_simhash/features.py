@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 
@@ -137,13 +137,6 @@ def title_words(title: str) -> list[str]:
     return best
 
 
-def _word_features(texts: Iterable[str], prefix: str, counts: dict[str, float], weight: float):
-    for text in texts:
-        for token in tokenize(text):
-            key = prefix + token
-            counts[key] = counts.get(key, 0.0) + weight
-
-
 def spot_count(tokens: list[str]) -> int:
     """Number of spot signatures in ``tokens`` (antecedents followed by a token
     that is not one)."""
@@ -175,10 +168,18 @@ def main_text_features(
             words += tokenize(block) if known is None else known
     # A chain may run into the next block only after a block's last word.
     spots(words, counts)
-    for token in title_words(main.title):
+    title = title_words(main.title)
+    for token in title:
         key = "title:" + token
         counts[key] = counts.get(key, 0.0) + TITLE_WEIGHT
-    _word_features(main.headings, "h:", counts, HEADING_WEIGHT)
+    # A headline repeating the title counts once: layouts without an <h1>
+    # (printer versions, syndicated copies) then weigh the same.
+    in_title = frozenset(title)
+    for heading in main.headings:
+        for token in tokenize(heading):
+            if token not in in_title:
+                key = "h:" + token
+                counts[key] = counts.get(key, 0.0) + HEADING_WEIGHT
     return counts
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,3 +102,26 @@ def test_spots_match_brute_force(tokens):
     counts: dict[str, float] = {}
     F.spots(tokens, counts)
     assert counts == dict(_reference_spots(tokens))
+
+
+@pytest.mark.parametrize(
+    "title, words",
+    [
+        ("Night trains | Rail News", ["night", "trains"]),
+        ("Night trains are back - Valley Morning Post (print)", ["night", "trains", "are", "back"]),
+        ("Valley Morning Post » Night trains are back", ["night", "trains", "are", "back"]),
+        ("json — JSON encoder and decoder — Python 3.11 documentation", ["json", "encoder", "and", "decoder"]),
+        ("e-mail and x-ray (2024 edition)", ["e", "mail", "and", "x", "ray", "edition"]),
+        ("東京の天気 | ニュース", ["東", "京", "の", "天", "気"]),
+        ("", []),
+    ],
+)
+def test_title_words_keep_the_longest_part(title, words):
+    assert F.title_words(title) == words
+
+
+def test_spot_count_matches_spots():
+    tokens = F.tokenize("The train is late and the night is long, it is.")
+    counts: dict[str, float] = {}
+    F.spots(tokens, counts)
+    assert F.spot_count(tokens) == sum(counts.values())
