@@ -13,8 +13,10 @@ from typing import Any
 
 from scrapy_simhash.fingerprint import (
     FINGERPRINT_VERSION,
+    FingerprintResult,
     features,
     fingerprint,
+    fingerprint_details,
     hamming,
     hamming_many,
     simhash,
@@ -34,9 +36,11 @@ _EXPORTS = {
 
 __all__ = [
     "FINGERPRINT_VERSION",
+    "FingerprintResult",
     "__version__",
     "features",
     "fingerprint",
+    "fingerprint_details",
     "hamming",
     "hamming_many",
     "simhash",

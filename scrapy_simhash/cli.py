@@ -477,27 +477,25 @@ def _warc_pages(path: Path, problems: Problems) -> Iterator[Page]:
 
 
 def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash.fingerprint import DEFAULT_MIN_FEATURES, features, simhash
+    from scrapy_simhash.fingerprint import DEFAULT_MIN_FEATURES, fingerprint_details
 
-    if args.min_features is None:
-        args.min_features = DEFAULT_MIN_FEATURES
+    min_features = DEFAULT_MIN_FEATURES if args.min_features is None else args.min_features
     out = sys.stdout
     pages = 0
     for page in iter_pages(args.paths, problems):
         pages += 1
         progress("fingerprinting", pages)
-        # fingerprint() is simhash(features) with enough features; the count is shown too.
-        feats = features(page.html, encoding=page.encoding)
-        count = len(feats)
-        fp = simhash(feats, seed=args.seed) if count >= args.min_features else None
+        fp, count, reason = fingerprint_details(
+            page.html, min_features=min_features, seed=args.seed, encoding=page.encoding
+        )
         if args.json:
             record = {"source": page.source, "fingerprint": fp,
                       "hex": None if fp is None else f"{fp:016x}", "features": count}
             if fp is None:
-                record["reason"] = _no_fp_reason(count, args.min_features)
+                record["reason"] = f"no fingerprint: {reason}"
             line = json.dumps(record, ensure_ascii=False)
         elif fp is None:
-            line = f"{page.source}\t-\t-\t{count}\t{_no_fp_reason(count, args.min_features)}"
+            line = f"{page.source}\t-\t-\t{count}\tno fingerprint: {reason}"
         else:
             line = f"{page.source}\t{fp}\t{fp:016x}\t{count}"
         progress.clear()
@@ -506,10 +504,6 @@ def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Prog
         print("scrapy-simhash: no page found in the given paths", file=sys.stderr)
         return EXIT_INPUT
     return EXIT_OK
-
-
-def _no_fp_reason(count: int, minimum: int) -> str:
-    return f"no fingerprint: {count} features, fewer than the minimum {minimum}"
 
 
 # --------------------------------------------------------------------------
