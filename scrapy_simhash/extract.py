@@ -132,19 +132,28 @@ class MainText(NamedTuple):
     code: list[str]
 
 
+_BOILER_PREFIX = re.compile(r"(?:^| )(?:%s)" % "|".join(_BOILER_PREFIXES))
+
+
 @lru_cache(maxsize=8192)
 def _is_boiler_name(value: str) -> bool:
     """Whether a class/id value names a template part (per class name, ignoring
     CMS taxonomy classes such as ``tag-social-media`` or ``category-ads``)."""
-    for name in value.split():
-        tokens = [t.lower() for t in _CLASS_TOKEN.findall(name)]
-        if not tokens or tokens[0] in _TAXONOMY_TOKENS:
-            continue
-        if _WRAPPER_TOKENS.isdisjoint(tokens) and any(
-            t in _BOILER_TOKENS or t.startswith(_BOILER_PREFIXES) for t in tokens
-        ):
-            return True
-    return False
+    return any(map(_is_boiler_class, value.split()))
+
+
+@lru_cache(maxsize=65536)
+def _is_boiler_class(name: str) -> bool:
+    # Cached per class name too: values differ from page to page ("post-123
+    # entry-content"), their names repeat across a site.
+    tokens = _CLASS_TOKEN.findall(name)
+    if not tokens:
+        return False
+    joined = " ".join(tokens).lower()  # ASCII letters only
+    tokens = joined.split()
+    if tokens[0] in _TAXONOMY_TOKENS or not _WRAPPER_TOKENS.isdisjoint(tokens):
+        return False
+    return not _BOILER_TOKENS.isdisjoint(tokens) or _BOILER_PREFIX.search(joined) is not None
 
 
 def decode_html(page: bytes, encoding: str | None = None) -> str:
@@ -211,6 +220,33 @@ def parse_html(page: str | bytes, encoding: str | None = None) -> etree._Element
         return None
 
 
+# What the walk does with an element, by tag: _SKIP (its content is never
+# text), or (drop_tag, header, named, kind, is_link, is_main, block) where
+# ``named`` says whether its attributes can drop it and ``kind`` is None to
+# inherit the parent's.
+_SKIP = ()
+_TAG_RULES: dict[str, tuple] = {}
+
+
+def _tag_rule(tag: str) -> tuple:
+    if tag in _SKIP_TAGS:
+        rule = _SKIP
+    else:
+        name = tag.rpartition("}")[2].rpartition(":")[2]
+        rule = (
+            name in _DROP_TAGS,
+            name == "header",
+            name not in _NEVER_DROPPED,
+            _CODE if name == "pre" else _HEADING_TAGS.get(name),
+            name == "a",
+            name == "article",
+            name in _BLOCK_TAGS,
+        )
+    if len(_TAG_RULES) < 4096:  # tag names come from pages: bounded
+        _TAG_RULES[tag] = rule
+    return rule
+
+
 class _Dropped:
     """A soft-dropped subtree, walked only if the guard or a fallback needs it."""
 
@@ -248,20 +284,22 @@ class _Walker:
         append = items.append
         buf: list[str] = []
         link = 0
+        chars = self.chars
+        elements = self.elements
         is_boiler_name = _is_boiler_name
-        skip_tags, block_tags, heading_tags = _SKIP_TAGS, _BLOCK_TAGS, _HEADING_TAGS
+        tag_rules = _TAG_RULES
 
         def flush(kind: int) -> None:
-            nonlocal link
+            nonlocal link, chars
             text = "".join(buf)
             buf.clear()
             if not text.isspace():
                 append((text, kind, link))
-                self.chars += len(text)
+                chars += len(text)
             link = 0
 
         def walk(el, kind: int, in_link: bool, in_main: bool) -> bool:
-            nonlocal link
+            nonlocal link, elements
             text = el.text
             if text:
                 buf.append(text)
@@ -270,32 +308,34 @@ class _Walker:
             for child in el:
                 tag = child.tag
                 if tag.__class__ is str:
-                    self.elements += 1
-                    if self.elements > MAX_ELEMENTS or self.chars > MAX_TEXT_CHARS:
+                    elements += 1
+                    if elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS:
                         return False
-                    if tag not in skip_tags:
-                        if "}" in tag or ":" in tag:
-                            tag = tag.rpartition("}")[2].rpartition(":")[2]
+                    rule = tag_rules.get(tag)
+                    if rule is None:
+                        rule = _tag_rule(tag)
+                    if rule is not _SKIP:
+                        drop_tag, header, named, child_kind, is_link, is_main, block = rule
                         weak = False
-                        drop = tag in _DROP_TAGS or (tag == "header" and not in_main)
-                        if not drop:
+                        drop = drop_tag or (header and not in_main)
+                        if not drop and named:
                             names = child.keys()
-                            if names and tag not in _NEVER_DROPPED:
+                            if names:
                                 if "class" in names and is_boiler_name(child.get("class")):
                                     drop = weak = True
                                 elif "id" in names and is_boiler_name(child.get("id")):
                                     drop = weak = True
                                 elif len(names) > 1 or "class" not in names:
                                     drop = _is_hidden_or_landmark(child, names)
-                        child_kind = _CODE if tag == "pre" else heading_tags.get(tag, kind)
-                        child_link = in_link or tag == "a"
-                        child_main = in_main or tag == "article"
+                        if child_kind is None:
+                            child_kind = kind
+                        child_link = in_link or is_link
+                        child_main = in_main or is_main
                         if drop:
                             if buf:
                                 flush(kind)
                             append(_Dropped(child, child_kind, child_link, child_main, weak))
                         else:
-                            block = tag in block_tags
                             if block and buf:
                                 flush(kind)
                             first = len(items)
@@ -315,6 +355,7 @@ class _Walker:
         walk(start, kind, in_link, in_main)
         if buf:
             flush(kind)
+        self.chars, self.elements = chars, elements
         spans.append((start, 0, len(items)))
         return items, spans
 
