@@ -642,6 +642,49 @@ def cmd_plan(args: argparse.Namespace, problems: Problems, progress: Progress) -
     return EXIT_OK
 
 
+def _redis_client(args: argparse.Namespace) -> Any:
+    from scrapy_simhash.redis_index import import_redis
+
+    try:
+        redis = import_redis()
+    except ImportError as exc:
+        raise InputError(args.url, None, str(exc)) from None
+    client = redis.Redis.from_url(args.url, socket_timeout=10, socket_connect_timeout=10)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise InputError(args.url, None, f"Redis is not reachable: {exc}") from None
+    return client
+
+
+def cmd_redis_info(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    from scrapy_simhash.redis_index import index_info
+
+    info = index_info(_redis_client(args), args.key)
+    if info is None:
+        print(f"no simhash index under {args.key!r} at {args.url}")
+        return EXIT_OK
+    print(json.dumps(info, indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def cmd_redis_clear(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    from scrapy_simhash.redis_index import clear_index, index_info
+
+    client = _redis_client(args)
+    info = index_info(client, args.key)
+    if info is None:
+        print(f"no simhash index under {args.key!r} at {args.url}")
+        return EXIT_OK
+    if not args.yes:
+        raise UsageProblem(
+            f"{args.key!r} holds {info.get('size', '?')} pages: add --yes to delete it"
+        )
+    deleted = clear_index(client, args.key)
+    print(f"deleted {deleted} keys of {args.key!r} ({info.get('size', '?')} pages)")
+    return EXIT_OK
+
+
 def _mib(size: int) -> str:
     return f"{size / 2**20:,.1f} MiB" if size < 2**30 else f"{size / 2**30:,.2f} GiB"
 
@@ -903,6 +946,22 @@ def build_parser(prog: str = "scrapy-simhash") -> argparse.ArgumentParser:
                    help="draw the nearest-neighbour and drop distance histograms "
                         "(needs matplotlib: the 'plot' extra)")
     p.set_defaults(func=cmd_report)
+
+    for name, func, what, example in (
+        ("redis-info", cmd_redis_info, "the metadata of a shared Redis index (k, layout, "
+         "fingerprint version, size)", "redis-info --url redis://localhost:6379 --key demo:simhash"),
+        ("redis-clear", cmd_redis_clear, "delete a shared Redis index (a crawl never does)",
+         "redis-clear --url redis://localhost:6379 --key demo:simhash --yes"),
+    ):
+        p = add(name, what, f"{prog} {example}")
+        p.add_argument("--url", default="redis://localhost:6379",
+                       help="Redis URL (default: redis://localhost:6379)")
+        p.add_argument("--key", required=True,
+                       help="the index's key prefix: SIMHASH_REDIS_KEY with the spider name "
+                            "filled in, e.g. demo:simhash")
+        if name == "redis-clear":
+            p.add_argument("--yes", action="store_true", help="really delete it")
+        p.set_defaults(func=func)
     return parser
 
 

@@ -392,3 +392,37 @@ def test_index_info_and_clear_for_tools(redis_client):
     assert info["fingerprint_version"] == FINGERPRINT_VERSION
     assert clear_index(redis_client, "tool:simhash") == 2 + 16
     assert redis_client.keys("tool:*") == [b"tool:simhash:unrelated"]
+
+
+def test_redis_info_and_clear_commands(redis_url, redis_client):
+    """The console script shows a shared index and deletes it only with --yes."""
+    import json
+    import subprocess
+
+    layout = TableLayout.parse("16,16,16,16", 3)
+    make_index(redis_client, layout, prefix="cli:simhash", expected_size=1000).query_and_add(
+        7, "https://a/"
+    )
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "scrapy_simhash.cli", *args, "--url", redis_url],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    info = run("redis-info", "--key", "cli:simhash")
+    assert info.returncode == 0, info.stderr
+    meta = json.loads(info.stdout)
+    assert meta["k"] == 3 and meta["size"] == 1 and meta["layout"] == layout.to_dict()
+    refused = run("redis-clear", "--key", "cli:simhash")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert redis_client.exists("cli:simhash:meta")
+    cleared = run("redis-clear", "--key", "cli:simhash", "--yes")
+    assert cleared.returncode == 0 and "1 pages" in cleared.stdout
+    assert redis_client.keys("cli:*") == []
+    assert "no simhash index" in run("redis-info", "--key", "cli:simhash").stdout
+    down = subprocess.run(
+        [sys.executable, "-m", "scrapy_simhash.cli", "redis-info", "--key", "x",
+         "--url", "redis://127.0.0.1:1"], capture_output=True, text=True, timeout=60,
+    )
+    assert down.returncode == 1 and "not reachable" in down.stderr
