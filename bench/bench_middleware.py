@@ -207,8 +207,8 @@ def report(args, seconds, cpu, last_stats) -> None:
         verdict = "within" if median <= 1.5 else "OVER"
         print(f"per response, simhash-log hook over {len(hook)} responses (thread CPU time, "
               f"selector built beforehand and not counted):")
-        print(f"  response.selector (paid by the spider anyway): median {statistics.median(built):.3f} ms, "
-              f"p90 {p90(built):.3f} ms")
+        print(f"  response.selector (paid by the spider anyway): "
+              f"median {statistics.median(built):.3f} ms, p90 {p90(built):.3f} ms")
         print(f"  added by the middleware: median {median:.3f} ms, p90 {p90(hook):.3f} ms, "
               f"mean {statistics.fmean(hook):.3f} ms")
         print(f"added time per response (median): {median:.3f} ms, {verdict} the 1.5 ms bar")

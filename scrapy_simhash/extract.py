@@ -45,7 +45,7 @@ import logging
 import re
 import threading
 from functools import lru_cache
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from bs4.dammit import EncodingDetector
@@ -291,7 +291,7 @@ class _Walker:
 
         def flush(kind: int) -> None:
             nonlocal link, chars
-            text = "".join(buf)
+            text = buf[0] if len(buf) == 1 else "".join(buf)
             buf.clear()
             if not text.isspace():
                 append((text, kind, link))
@@ -336,15 +336,26 @@ class _Walker:
                                 flush(kind)
                             append(_Dropped(child, child_kind, child_link, child_main, weak))
                         else:
-                            if block and buf:
-                                flush(kind)
-                            first = len(items)
-                            if not walk(child, child_kind, child_link, child_main):
-                                return False
-                            if buf and (block or child_kind != kind):
+                            if block:
+                                if buf:
+                                    flush(kind)
+                                first = len(items)
+                            if len(child):
+                                if not walk(child, child_kind, child_link, child_main):
+                                    return False
+                            else:  # a leaf: its text, without a call
+                                text = child.text
+                                if text:
+                                    buf.append(text)
+                                    if child_link:
+                                        link += len(text)
+                            if block:
+                                if buf:
+                                    flush(child_kind)
+                                if len(items) > first:
+                                    spans.append((child, first, len(items)))
+                            elif buf and child_kind != kind:
                                 flush(child_kind)
-                            if block and len(items) > first:
-                                spans.append((child, first, len(items)))
                 tail = child.tail
                 if tail:
                     buf.append(tail)
@@ -432,16 +443,21 @@ def _root_element(page: object, encoding: str | None) -> etree._Element | None:
 
 
 def _region(
-    blocks: list, spans: list, keep: list[bool], weigh: Callable[[str], float]
+    blocks: list,
+    spans: list,
+    keep: list[bool],
+    weigh_blocks: Callable[[list[str]], Sequence[float]],
 ) -> tuple[int, int]:
     """The blocks ``[first, end)`` of the deepest block element holding at least
     :data:`REGION_SHARE` of the weight of the kept body text: the main content,
     without the template's leftovers around it (teasers, blurbs, link boxes)."""
+    body = [k and not b[1] for b, k in zip(blocks, keep)]
+    weights = iter(weigh_blocks([b[0] for b, k in zip(blocks, body) if k]))
     cumulative = [0.0]
     total = 0.0
-    for (text, kind, _), k in zip(blocks, keep):
-        if k and not kind:
-            total += weigh(text)
+    for k in body:
+        if k:
+            total += next(weights)
         cumulative.append(total)
     best = (0, len(blocks))
     if total <= 0:
@@ -453,8 +469,8 @@ def _region(
     return best
 
 
-def _words(text: str) -> float:
-    return float(len(text.split()))
+def _words(texts: list[str]) -> list[float]:
+    return [float(len(text.split())) for text in texts]
 
 
 def extract(
@@ -462,14 +478,19 @@ def extract(
     *,
     encoding: str | None = None,
     weigh: Callable[[str], float] | None = None,
+    weigh_blocks: Callable[[list[str]], Sequence[float]] | None = None,
 ) -> MainText:
     """Return the title, headings and main-text blocks of a page.
 
     ``page`` is HTML (``str``/``bytes``) or an lxml element (such as
     ``response.selector.root``), which is read and never modified. ``weigh``
     gives a body-text block's weight for locating the main-content region (by
-    default its number of words; the fingerprint uses its spot signatures).
+    default its number of words; the fingerprint uses its spot signatures);
+    ``weigh_blocks`` gives the weights of all body-text blocks at once (in
+    document order), for weights that are cheaper computed together.
     """
+    if weigh_blocks is None:
+        weigh_blocks = _words if weigh is None else (lambda texts: list(map(weigh, texts)))
     root = _root_element(page, encoding)
     if root is None:
         return MainText("", [], [], [])
@@ -495,7 +516,7 @@ def extract(
             blocks, _ = walker.expand(items, spans, -1, True)
             keep = [True] * len(blocks)
     if block_spans:
-        first, end = _region(blocks, block_spans, keep, weigh or _words)
+        first, end = _region(blocks, block_spans, keep, weigh_blocks)
         blocks, keep = blocks[first:end], keep[first:end]
     headings = [b[0] for b, k in zip(blocks, keep) if k and 0 < b[1] < _CODE]
     texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]

@@ -37,7 +37,6 @@ _THAI_MARK = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"
 # Letters and digits, with the combining marks of Indic and Thai scripts (not
 # word characters for ``re``) kept inside their words.
 _WORD = re.compile(r"[^\W_]+")
-_WORD_MARKS = re.compile(r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff])+")
 _HAS_MARKS = re.compile(r"[\u0300-\u036f\u0900-\u0eff]")
 # Characters that need a closer look inside a word: Han/Kana, Thai, digits.
 _SPECIAL = re.compile(rf"[{_CJK}\u0e00-\u0e7f\d]")
@@ -49,19 +48,32 @@ _PART = re.compile(
 _DIGIT = re.compile(r"\d")
 
 
+# Word characters with the marks above and "_" (replaced by a space first).
+_WORD_OR_MARK = re.compile(r"[\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff]+")
+
+
 def tokenize(text: str) -> list[str]:
     """NFKC, lower-case Unicode word tokens; Han, Kana and Thai as single
     characters; tokens containing digits left out."""
-    word = _WORD
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-        if _HAS_MARKS.search(text):
-            word = _WORD_MARKS
+    if text.isascii():
+        text = text.lower()
+        if "_" in text:
+            text = text.replace("_", " ")
+        return list(filter(str.isalpha, _WORD_OR_MARK.findall(text)))
+    text = unicodedata.normalize("NFKC", text)
+    # Marks are word characters when the text holds any (as written: the
+    # mark lower-casing "İ" adds is not one).
+    if "\u0130" in text and _HAS_MARKS.search(text) is None:
+        pattern = _WORD
+    else:
+        pattern = _WORD_OR_MARK  # the same words as _WORD on text without marks
+    text = text.lower()
+    if "_" in text:
+        text = text.replace("_", " ")
     tokens: list[str] = []
     append = tokens.append
     special = _SPECIAL.search
-    words = word.findall(text.lower())
-    for word in words:
+    for word in pattern.findall(text):
         if word.isascii():
             if word.isalpha():
                 append(word)
@@ -151,12 +163,35 @@ def spot_count(tokens: list[str]) -> int:
     return count
 
 
+def _spot_counts(token_lists: list[list[str]]) -> list[int]:
+    """``[spot_count(t) for t in token_lists]``, with the antecedent look-ups
+    done at C speed: a list's antecedents before its last other token."""
+    ante = antecedents().__contains__
+    counts = []
+    for tokens in token_lists:
+        flags = list(map(ante, tokens))
+        trailing = 0
+        for flag in reversed(flags):
+            if not flag:
+                break
+            trailing += 1
+        counts.append(flags.count(True) - trailing)
+    return counts
+
+
 def main_text_features(
     main: MainText, tokens: Mapping[str, list[str]] | None = None
 ) -> dict[str, float]:
     """Weighted features of a page's main text: spots of each block, plus the
     words of the title and of the headings. ``tokens`` maps block texts already
     tokenized to their tokens."""
+    return _features(main, tokens)[0]
+
+
+def _features(
+    main: MainText, tokens: Mapping[str, list[str]] | None
+) -> tuple[dict[str, float], int]:
+    """:func:`main_text_features`, and the number of distinct spot signatures."""
     counts: dict[str, float] = {}
     if tokens is None:
         # Blocks are tokenized together (one regex pass).
@@ -168,6 +203,7 @@ def main_text_features(
             words += tokenize(block) if known is None else known
     # A chain may run into the next block only after a block's last word.
     spots(words, counts)
+    spot_features = len(counts)  # the other keys hold a ":", spots never do
     title = title_words(main.title)
     for token in title:
         key = "title:" + token
@@ -180,7 +216,7 @@ def main_text_features(
             if token not in in_title:
                 key = "h:" + token
                 counts[key] = counts.get(key, 0.0) + HEADING_WEIGHT
-    return counts
+    return counts, spot_features
 
 
 def _main_text(
@@ -188,11 +224,16 @@ def _main_text(
 ) -> tuple[MainText, dict[str, list[str]]]:
     tokens: dict[str, list[str]] = {}
 
-    def weigh(text: str) -> float:
-        found = tokens[text] = tokenize(text)
-        return spot_count(found)
+    def weigh_blocks(texts: list[str]) -> list[int]:
+        found = []
+        for text in texts:
+            known = tokens.get(text)
+            if known is None:
+                known = tokens[text] = tokenize(text)
+            found.append(known)
+        return _spot_counts(found)
 
-    return extract(page, encoding=encoding, weigh=weigh), tokens
+    return extract(page, encoding=encoding, weigh_blocks=weigh_blocks), tokens
 
 
 def page_main_text(page: str | bytes | etree._Element, *, encoding: str | None = None) -> MainText:
@@ -206,4 +247,11 @@ def page_features(
 ) -> dict[str, float]:
     """Weighted features of a page: its main text located by spot weight
     (the region holding most spots), each block tokenized once."""
-    return main_text_features(*_main_text(page, encoding))
+    return _features(*_main_text(page, encoding))[0]
+
+
+def _page_features(
+    page: str | bytes | etree._Element, encoding: str | None
+) -> tuple[dict[str, float], int]:
+    """:func:`page_features`, and the number of distinct spot signatures."""
+    return _features(*_main_text(page, encoding))

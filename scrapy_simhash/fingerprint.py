@@ -17,7 +17,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.features import page_features
+from scrapy_simhash.features import _page_features, page_features
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +85,7 @@ def fingerprint_details(
 ) -> FingerprintResult:
     """:func:`fingerprint` with the feature count it was decided on, and the
     reason when there is no fingerprint. Never raises on page content."""
-    feats = features(page, encoding=encoding)
-    count = sum(":" not in f for f in feats)
+    feats, count = _page_features(page, encoding)
     if count < min_features:
         reason = (
             "no main text"

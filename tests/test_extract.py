@@ -215,3 +215,21 @@ def test_preformatted_blocks_kept_apart():
     main = extract(page)
     assert main.code == ["if x is not None:\n    return x"]
     assert all("return" not in b for b in main.blocks)
+
+
+def test_weigh_blocks_gets_kept_body_blocks_and_matches_weigh():
+    seen: list[list[str]] = []
+
+    def weigh_blocks(texts: list[str]) -> list[float]:
+        seen.append(list(texts))
+        return [float(len(t)) for t in texts]
+
+    by_blocks = extract(BOILERPLATE_PAGE, weigh_blocks=weigh_blocks)
+    assert by_blocks == extract(BOILERPLATE_PAGE, weigh=lambda t: float(len(t)))
+    # One call, with the kept body-text blocks in document order (a superset of
+    # the main-content region's blocks).
+    assert len(seen) == 1
+    region = by_blocks.blocks
+    assert region and all(b in seen[0] for b in region)
+    first = seen[0].index(region[0])
+    assert seen[0][first : first + len(region)] == region

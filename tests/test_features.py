@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from collections import Counter
 
 import pytest
@@ -125,3 +126,60 @@ def test_spot_count_matches_spots():
     counts: dict[str, float] = {}
     F.spots(tokens, counts)
     assert F.spot_count(tokens) == sum(counts.values())
+
+
+
+def _reference_tokenize(text: str) -> list[str]:
+    """The plain tokenizer (FINGERPRINT_VERSION 2) the faster one must match."""
+    import unicodedata
+
+    word = F._WORD
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        if F._HAS_MARKS.search(text):
+            word = re.compile(
+                r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff])+"
+            )
+    tokens = []
+    for w in word.findall(text.lower()):
+        if w.isascii():
+            if w.isalpha():
+                tokens.append(w)
+        elif F._SPECIAL.search(w) is None:
+            tokens.append(w)
+        else:
+            tokens += [p for p in F._PART.findall(w) if F._DIGIT.search(p) is None]
+    return tokens
+
+
+# Letters, digits of several scripts, marks, CJK/Kana/Thai edge characters
+# (non-word ones too: ・ ฿ ๛), compatibility forms, "_", "İ" (lower-cases to a
+# letter and a combining mark).
+_ALPHABET = (
+    "aZk09_ -'’\n\u00a0éßİΣσ²½Ⅻﬁ\u0301\u0307٣३क\u093f\u0964ษ\u0e31\u0e48\u0e50฿๛ກ"
+    "東は・\u3099ｶ中한\u30fbＡ"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=40))
+def test_tokenize_matches_reference(text):
+    assert F.tokenize(text) == _reference_tokenize(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["İstanbul", "İ\u0301", "a_b c__d _x_", "x\u0301_y", "İ_ı", "ab_12 cd"]
+)
+def test_tokenize_edge_cases_match_reference(text):
+    assert F.tokenize(text) == _reference_tokenize(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["the", "is", "a", "cat", "dog", "の", "猫"]), max_size=12),
+        max_size=5,
+    )
+)
+def test_spot_counts_match_spot_count(token_lists):
+    assert F._spot_counts(token_lists) == [F.spot_count(t) for t in token_lists]
