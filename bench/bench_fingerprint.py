@@ -1,6 +1,6 @@
 """Speed of the fingerprint pipeline on the corpus web pages, with peers side by side.
 
-Stages, each timed per page as the minimum of ``--repeat`` runs, then the median
+Stages, each timed per page as the median of ``--repeat`` runs, then the median
 and p90 over pages (one process, one core):
 
 * ``parse``: HTML bytes -> lxml tree (:func:`scrapy_simhash.extract.parse_html`,
@@ -47,19 +47,20 @@ FP = importlib.import_module("scrapy_simhash.fingerprint")
 FE = importlib.import_module("scrapy_simhash.features")
 
 
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
+def median_of(fn: Callable[[], object], repeat: int) -> float:
+    """Median seconds of ``repeat`` calls (the first on a fresh tree, as in a crawl)."""
+    times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def peer_time(fn: Callable[[], object], repeat: int, failures: dict[str, int], name: str):
-    """``best_of``, or None when the peer raises (counted in ``failures``)."""
+    """``median_of``, or None when the peer raises (counted in ``failures``)."""
     try:
-        return best_of(fn, repeat)
+        return median_of(fn, repeat)
     except (OverflowError, ValueError):
         failures[name] = failures.get(name, 0) + 1
         return None
@@ -104,13 +105,13 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         parsel_root = Selector(text=data.decode("utf-8", errors="replace")).root
         sizes.append(len(data))
         text_sizes.append(len(text))
-        stages["parse"].append(best_of(lambda: parse_html(data), repeat))
-        stages["extract"].append(best_of(lambda: extract(root), repeat))
-        stages["features"].append(best_of(lambda: FE.main_text_features(main), repeat))
-        stages["simhash"].append(best_of(lambda: FP.simhash(feats), repeat))
-        stages["tree -> fp"].append(best_of(lambda: FP.fingerprint(root), repeat))
-        stages["bytes -> fp"].append(best_of(lambda: FP.fingerprint(data), repeat))
-        stages["parsel tree -> fp"].append(best_of(lambda: FP.fingerprint(parsel_root), repeat))
+        stages["parse"].append(median_of(lambda: parse_html(data), repeat))
+        stages["extract"].append(median_of(lambda: extract(root), repeat))
+        stages["features"].append(median_of(lambda: FE.main_text_features(main), repeat))
+        stages["simhash"].append(median_of(lambda: FP.simhash(feats), repeat))
+        stages["tree -> fp"].append(median_of(lambda: FP.fingerprint(root), repeat))
+        stages["bytes -> fp"].append(median_of(lambda: FP.fingerprint(data), repeat))
+        stages["parsel tree -> fp"].append(median_of(lambda: FP.fingerprint(parsel_root), repeat))
         for name, fn in (
             ("simhash (PyPI)", lambda: PyPISimhash(text)),
             ("trafilatura Simhash", lambda: TrafilaturaSimhash(text)),
@@ -122,7 +123,7 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
 
     lines = [
         f"{len(pages)} corpus web pages (median {statistics.median(sizes) / 1024:.0f} KiB HTML, "
-        f"median main text {statistics.median(text_sizes):.0f} chars), best of {repeat} per page, "
+        f"median main text {statistics.median(text_sizes):.0f} chars), median of {repeat} per page, "
         f"Python {platform.python_version()}, one core",
         "",
         f"{'stage':<22}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}",
