@@ -333,12 +333,23 @@ def _pair_array(pairs: Any) -> np.ndarray:
     return np.sort(arr, axis=1)
 
 
-def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+def _distinct_index(
+    args: argparse.Namespace, problems: Problems, progress: Progress
+) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    """The input's distinct fingerprints, how often each occurs, and an index of
+    them keyed by position; None when the input holds no valid fingerprint."""
     fps = _read_input(args, problems, progress)
     if not fps.size:
-        return _no_input(args.input)
+        return None
     uniq, counts = np.unique(fps, return_counts=True)
-    index = _build_index(uniq, args, progress)
+    return uniq, counts, _build_index(uniq, args, progress)
+
+
+def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    found = _distinct_index(args, problems, progress)
+    if found is None:
+        return _no_input(args.input)
+    uniq, counts, index = found
     progress("finding pairs", force=True)
     keys = _pair_array(index.pairs())
     pairs = uniq[keys]
@@ -352,11 +363,10 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
 
 
 def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    fps = _read_input(args, problems, progress)
-    if not fps.size:
+    found = _distinct_index(args, problems, progress)
+    if found is None:
         return _no_input(args.input)
-    uniq, counts = np.unique(fps, return_counts=True)
-    index = _build_index(uniq, args, progress)
+    uniq, counts, index = found
     progress("finding clusters", force=True)
     clusters: list[list[int]] = []
     clustered = np.zeros(len(uniq), bool)
