@@ -23,6 +23,7 @@ from scrapy_simhash.index import SimhashIndex
 
 if TYPE_CHECKING:
     from scrapy_simhash.settings import SimhashSettings
+    from scrapy_simhash.store import LogContents
 
 logger = logging.getLogger(__name__)
 
@@ -102,9 +103,14 @@ class MemoryBackend:
             if directory:
                 os.makedirs(directory, exist_ok=True)
             exists = os.path.exists(path) and os.path.getsize(path) > 0
+            log = RecordLog.open(path, header, reset=self.reset)
             if exists and not self.reset:
-                self._load(path)
-            self._log = RecordLog.open(path, header, reset=self.reset)
+                try:
+                    self._load(path, log.contents)
+                except BackendError:
+                    log.close()
+                    raise
+            self._log = log
         except CorruptStateError as exc:
             raise BackendError(
                 f"{exc}; delete the file or set SIMHASH_RESET=True to start empty"
@@ -113,11 +119,9 @@ class MemoryBackend:
             raise BackendError(f"Cannot open the simhash state file {path}: {exc}") from exc
         return self._count
 
-    def _load(self, path: str) -> None:
-        from scrapy_simhash.store import RecordLog
-
+    def _load(self, path: str, contents: LogContents) -> None:
         start = time.perf_counter()
-        header, fingerprints, _keys, payloads, _truncated = RecordLog.read(path)
+        header, fingerprints, _keys, payloads, _truncated = contents
         version = header.get("fingerprint_version") if isinstance(header, dict) else None
         if not isinstance(header, dict) or header.get("format") != STATE_FORMAT:
             raise BackendError(
@@ -130,8 +134,8 @@ class MemoryBackend:
                 f"computes version {FINGERPRINT_VERSION}: they cannot be compared; "
                 "delete the file or set SIMHASH_RESET=True to start empty"
             )
-        # A truncated last record (a crash mid-write) is skipped here and cut
-        # off by RecordLog.open, which logs it.
+        # A truncated last record (a crash mid-write) was cut off by
+        # RecordLog.open, which logged it.
         fingerprints = np.asarray(fingerprints, dtype=np.uint64)
         count = len(fingerprints)
         self._index = self._new_index()

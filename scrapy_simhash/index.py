@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scrapy_simhash.layout import F, TableLayout
-from scrapy_simhash.store import CorruptStateError, RecordLog
+from scrapy_simhash.store import CorruptStateError, LogContents, RecordLog
 
 logger = logging.getLogger(__name__)
 
@@ -781,6 +781,15 @@ class SimhashIndex:
     def load(cls, path, *, layout: Any = None) -> SimhashIndex:
         """Read a snapshot and replay the log that follows it (``path + ".log"``)."""
         path = os.fspath(path)
+        index, snapshot_id = cls._from_snapshot(path, layout)
+        log_path = path + ".log"
+        if os.path.exists(log_path) and os.path.getsize(log_path) > 0:
+            index._replay(RecordLog.read(log_path), log_path, snapshot_id)
+        return index
+
+    @classmethod
+    def _from_snapshot(cls, path: str, layout: Any = None) -> tuple[SimhashIndex, str | None]:
+        """The index a snapshot holds (without its log) and the snapshot's id."""
         header, fps, keys = cls._read_snapshot(path)
         try:
             lay = TableLayout.from_dict(header["layout"]) if layout is None else layout
@@ -789,17 +798,15 @@ class SimhashIndex:
         except (KeyError, ValueError, TypeError) as exc:
             raise CorruptStateError(path, None, f"bad layout in header: {exc}") from None
         index._add_arrays(fps, keys)
-        index._replay(path + ".log", header.get("snapshot_id"))
-        return index
+        return index, header.get("snapshot_id")
 
-    def _replay(self, log_path: str, snapshot_id: str | None) -> None:
-        if not os.path.exists(log_path) or os.path.getsize(log_path) == 0:
-            return
-        log = RecordLog.read(log_path)
+    def _replay(self, log: LogContents, log_path: str, snapshot_id: str | None) -> bool:
+        """Apply a log's records; False (and nothing applied) when the log
+        belongs to another snapshot."""
         if log.header.get("snapshot_id") != snapshot_id:
             logger.warning("Ignored %(log)s: it precedes the snapshot it sits next to",
                            {"log": log_path})
-            return
+            return False
         if log.truncated:
             logger.warning("Ignored a truncated last record in %(log)s", {"log": log_path})
         # runs of adds go in as arrays; removes one by one, in order
@@ -813,6 +820,7 @@ class SimhashIndex:
             if r < len(is_remove):
                 self._remove(int(log.keys[r]))
             start = r + 1
+        return True
 
     @classmethod
     def open(cls, path, k: int = 3, layout: Any = "auto", expected_size: int = 1 << 20,
@@ -829,28 +837,20 @@ class SimhashIndex:
                 if os.path.exists(name):
                     os.unlink(name)
         if os.path.exists(path):
-            index = cls.load(path)
+            index, snapshot_id = cls._from_snapshot(path)
             if index.k != k:
                 raise ValueError(f"{path} holds an index for k={index.k}, not k={k}")
-            snapshot_id = cls._read_snapshot_id(path)
         else:
             index = cls(k, layout, expected_size, compress,
                         fingerprint_version=fingerprint_version)
             snapshot_id = None
-            index._replay(log_path, None)
         index._path = path
-        index._log = RecordLog.open(log_path, index._log_header(snapshot_id))
-        if index._log.header.get("snapshot_id") != snapshot_id:
-            index._log.close()
-            index._log = RecordLog.open(log_path, index._log_header(snapshot_id), reset=True)
+        log = RecordLog.open(log_path, index._log_header(snapshot_id))
+        if not index._replay(log.contents, log_path, snapshot_id):
+            log.close()
+            log = RecordLog.open(log_path, index._log_header(snapshot_id), reset=True)
+        index._log = log
         return index
-
-    @staticmethod
-    def _read_snapshot_id(path: str) -> str | None:
-        with open(path, "rb") as stream:
-            pre = stream.read(_PREAMBLE.size)
-            hlen = _PREAMBLE.unpack(pre)[2]
-            return json.loads(stream.read(hlen)).get("snapshot_id")
 
     def close(self) -> None:
         """Close the log (the snapshot is only rewritten by :meth:`save`)."""

@@ -142,18 +142,24 @@ def _parse(path, data: bytes) -> tuple[LogContents, int]:
 
 
 class RecordLog:
-    """An open log, appending one flushed record per :meth:`append`."""
+    """An open log, appending one flushed record per :meth:`append`.
 
-    def __init__(self, path, stream: BinaryIO, header: dict):
+    ``contents`` holds the records the file had when it was opened (parsed once,
+    as opening must find the end of the last intact record anyway), so callers
+    load a log and append to it without reading it twice.
+    """
+
+    def __init__(self, path, stream: BinaryIO, contents: LogContents):
         self.path = os.fspath(path)
-        self.header = header
+        self.header = contents.header
+        self.contents = contents
         self._stream = stream
 
     @classmethod
     def open(cls, path, header: dict, *, reset: bool = False) -> RecordLog:
         """Open for appending; create with ``header`` if missing/empty or reset.
         If the file has a truncated last record, cut it off before appending.
-        The existing header is ``log.header``."""
+        The existing header is ``log.header``, its records ``log.contents``."""
         path = os.fspath(path)
         if reset or not os.path.exists(path) or os.path.getsize(path) == 0:
             stream = open(path, "wb")
@@ -164,7 +170,8 @@ class RecordLog:
             except BaseException:
                 stream.close()
                 raise
-            return cls(path, stream, dict(header))
+            empty = np.empty(0, dtype=np.uint64)
+            return cls(path, stream, LogContents(dict(header), empty, empty.copy(), [], False))
         with open(path, "rb") as existing:
             contents, end = _parse(path, existing.read())
         stream = open(path, "r+b")
@@ -177,7 +184,7 @@ class RecordLog:
         except BaseException:
             stream.close()
             raise
-        return cls(path, stream, contents.header)
+        return cls(path, stream, contents)
 
     def append(self, fingerprint: int, key: int, payload: bytes = b"") -> None:
         """Write one record and flush it."""
