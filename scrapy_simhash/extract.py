@@ -44,12 +44,15 @@ import codecs
 import logging
 import re
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
-from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from bs4.dammit import EncodingDetector
 from lxml import etree
+from lxml.html import HTMLParser as _LxmlHtmlParser
+from lxml.html import HtmlElementClassLookup
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +162,12 @@ def _is_boiler_class(name: str) -> bool:
 def decode_html(page: bytes, encoding: str | None = None) -> str:
     """Decode HTML bytes: BOM, then ``encoding``, then the declared charset, then
     UTF-8, then windows-1252 with replacement. Never raises."""
+    return _decode(page, encoding)[0]
+
+
+def _decode(page: bytes, encoding: str | None) -> tuple[str, bytes | None]:
+    """:func:`decode_html`, and the bytes when they are the text's UTF-8 (so
+    that the parser can be given them without encoding the text again)."""
     data, bom_encoding = EncodingDetector.strip_byte_order_mark(page)
     candidates = [bom_encoding, encoding]
     if bom_encoding is None:
@@ -177,10 +186,11 @@ def decode_html(page: bytes, encoding: str | None = None) -> str:
             # A declared UTF-16 in an ASCII-readable page is a lie.
             continue
         try:
-            return data.decode(name)
+            text = data.decode(name)
         except UnicodeDecodeError:
             continue
-    return data.decode("utf-8", errors="replace")
+        return text, data if name == "utf-8" else None
+    return data.decode("utf-8", errors="replace"), None
 
 
 _local = threading.local()
@@ -203,21 +213,54 @@ def parse_html(page: str | bytes, encoding: str | None = None) -> etree._Element
     Only the first :data:`MAX_HTML_CHARS` characters are parsed. Never raises on
     page content.
     """
+    data = None
     if isinstance(page, (bytes, bytearray, memoryview)):
-        text = decode_html(bytes(page[: MAX_HTML_CHARS * 4]), encoding)
+        text, data = _decode(bytes(page[: MAX_HTML_CHARS * 4]), encoding)
     elif isinstance(page, str):
         text = page
     else:
         raise TypeError(f"page must be str, bytes or an lxml element, not {type(page).__name__}")
-    text = _XML_DECLARATION.sub("", text[:MAX_HTML_CHARS], count=1)
-    if not text.strip():
+    if len(text) > MAX_HTML_CHARS:
+        text, data = text[:MAX_HTML_CHARS], None
+    if _XML_DECLARATION.match(text):
+        text, data = _XML_DECLARATION.sub("", text, count=1), None
+    if not text or text.isspace():
         return None
-    data = text.encode("utf-8", errors="replace")
+    if data is None:
+        data = text.encode("utf-8", errors="replace")
     try:
         return etree.fromstring(data, parser=_parser())
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         logger.debug("Cannot parse a page of %d characters: %s", len(text), exc)
         return None
+
+
+_PLAIN_LOOKUP = etree.ElementDefaultClassLookup()
+_HTML_LOOKUP = HtmlElementClassLookup()
+
+
+@contextmanager
+def plain_elements(root: etree._Element) -> Iterator[None]:
+    """Read a tree parsed by ``lxml.html.HTMLParser`` with plain lxml elements.
+
+    ``lxml.html`` picks the class of each element object lxml creates with a
+    Python callback, about a quarter of the cost of reading a page. Within
+    this block the tree's parser uses lxml's default classes; on leaving it,
+    the lookup ``lxml.html.HTMLParser`` sets is restored. Only for a tree
+    whose parser no other thread uses (parsel makes one per document, as for
+    ``response.selector``), and only if no element read inside the block is
+    kept after it (the element objects :func:`extract` creates die with it).
+    Other trees are read as they are.
+    """
+    parser = root.getroottree().parser
+    if type(parser) is not _LxmlHtmlParser:
+        yield
+        return
+    parser.set_element_class_lookup(_PLAIN_LOOKUP)
+    try:
+        yield
+    finally:
+        parser.set_element_class_lookup(_HTML_LOOKUP)
 
 
 # What the walk does with an element, by tag: _SKIP (its content is never
@@ -252,12 +295,14 @@ class _Dropped:
 
     __slots__ = ("el", "kind", "in_link", "in_main", "weak", "chars")
 
-    def __init__(self, el, kind: int, in_link: bool, in_main: bool, weak: bool) -> None:
+    def __init__(
+        self, el, kind: int, in_link: bool, in_main: bool, weak: bool, scripts: int
+    ) -> None:
         self.el, self.kind, self.weak = el, kind, weak
         self.in_link, self.in_main = in_link, in_main
-        # Visible characters, approximately, at C speed.
+        # Visible characters, approximately, at C speed: its text without
+        # the text of the scripts and styles in it.
         text = etree.tostring(el, method="text", encoding=str, with_tail=False)
-        scripts = sum(len(s.text or "") for s in el.iter(_SCRIPT_TAGS))
         self.chars = len(" ".join(text.split())) - scripts
 
 
@@ -270,11 +315,29 @@ class _Walker:
     elements, and :class:`_Dropped` placeholders for soft-dropped subtrees.
     """
 
-    __slots__ = ("chars", "elements")
+    __slots__ = ("chars", "elements", "top", "scripts")
 
-    def __init__(self) -> None:
+    def __init__(self, top) -> None:
         self.chars = 0
         self.elements = 0
+        self.top = top  # every walk is inside it
+        self.scripts: dict | None = None
+
+    def script_chars(self, el) -> int:
+        """Characters of the ``script style noscript template`` text inside ``el``
+        (one pass over the page's scripts, the first time it is asked)."""
+        counts = self.scripts
+        if counts is None:
+            counts = self.scripts = {}
+            top = self.top
+            for script in top.iter(_SCRIPT_TAGS):
+                chars = len(script.text or "")
+                if chars:
+                    for ancestor in script.iterancestors():
+                        if ancestor is top:
+                            break
+                        counts[ancestor] = counts.get(ancestor, 0) + chars
+        return counts.get(el, 0)
 
     def run(self, start, kind: int, in_link: bool, in_main: bool) -> tuple[list, list]:
         """Items of the subtree of ``start``, and the spans ``(element, first, end)``
@@ -288,6 +351,7 @@ class _Walker:
         elements = self.elements
         is_boiler_name = _is_boiler_name
         tag_rules = _TAG_RULES
+        script_chars = self.script_chars
 
         def flush(kind: int) -> None:
             nonlocal link, chars
@@ -325,7 +389,7 @@ class _Walker:
                                     drop = weak = True
                                 elif "id" in names and is_boiler_name(child.get("id")):
                                     drop = weak = True
-                                elif len(names) > 1 or "class" not in names:
+                                elif not _HIDING_ATTRIBUTES.isdisjoint(names):
                                     drop = _is_hidden_or_landmark(child, names)
                         if child_kind is None:
                             child_kind = kind
@@ -334,7 +398,12 @@ class _Walker:
                         if drop:
                             if buf:
                                 flush(kind)
-                            append(_Dropped(child, child_kind, child_link, child_main, weak))
+                            append(
+                                _Dropped(
+                                    child, child_kind, child_link, child_main, weak,
+                                    script_chars(child),
+                                )
+                            )
                         else:
                             if block:
                                 if buf:
@@ -364,6 +433,7 @@ class _Walker:
             return True
 
         walk(start, kind, in_link, in_main)
+        del walk  # break the closure's cycle: the proxies it saw die now
         if buf:
             flush(kind)
         self.chars, self.elements = chars, elements
@@ -391,6 +461,9 @@ class _Walker:
         position[len(items)] = len(out)
         out_spans.extend((el, position[first], position[end]) for el, first, end in spans)
         return out, out_spans
+
+
+_HIDING_ATTRIBUTES = frozenset(("hidden", "aria-hidden", "role", "style"))
 
 
 def _is_hidden_or_landmark(el: etree._Element, names: list[str]) -> bool:
@@ -424,12 +497,22 @@ def _select(blocks: list[tuple[str, int, int]]) -> tuple[list[bool], int]:
     return keep, kept
 
 
-def _title(root: etree._Element) -> str:
-    for path in ("head/title", ".//title"):
-        el = root.find(path)
-        if el is not None:
-            return " ".join("".join(el.itertext()).split())
-    return ""
+def _head_and_body(root: etree._Element) -> tuple[str, etree._Element | None]:
+    """The page's title (the first ``head/title``, else the first ``title``)
+    and its ``body`` element (when the root is ``html``)."""
+    title = body = None
+    for child in root.iterchildren("head", "body"):
+        if child.tag == "body":
+            if body is None:
+                body = child
+        elif title is None:
+            title = next(child.iterchildren("title"), None)
+    if title is None:
+        title = next(root.iterdescendants("title"), None)
+    if root.tag != "html":
+        body = None
+    text = "" if title is None else " ".join("".join(title.itertext()).split())
+    return text, body
 
 
 def _root_element(page: object, encoding: str | None) -> etree._Element | None:
@@ -497,10 +580,9 @@ def extract(
     tag = root.tag
     if type(tag) is not str:  # a comment given as the root
         return MainText("", [], [], [])
-    body = root.find("body") if tag == "html" else None
+    title, body = _head_and_body(root)
     start = body if body is not None else root
-    title = _title(root)
-    walker = _Walker()
+    walker = _Walker(start)
     items, spans = walker.run(start, _HEADING_TAGS.get(start.tag, 0), False, False)
     total = walker.chars + sum(i.chars for i in items if i.__class__ is _Dropped)
     limit = GUARD_SHARE * total

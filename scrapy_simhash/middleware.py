@@ -29,6 +29,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backend import BackendError, Duplicate, load_backend
+from scrapy_simhash.extract import plain_elements
 from scrapy_simhash.fingerprint import fingerprint
 from scrapy_simhash.settings import SimhashSettings
 
@@ -220,7 +221,11 @@ class SimhashMiddleware:
     def fingerprint_response(self, response: HtmlResponse) -> int | None:
         """The page's simhash from the spider's own tree (read-only), or ``None``
         when it has too few features; override to fingerprint differently."""
-        return fingerprint(response.selector.root, min_features=self.min_features)
+        root = response.selector.root
+        # parsel parses each response with a parser of its own: read it with
+        # plain lxml elements (none is kept), the spider then gets lxml.html's.
+        with plain_elements(root):
+            return fingerprint(root, min_features=self.min_features)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Spider | None = None

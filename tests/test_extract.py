@@ -8,7 +8,14 @@ from lxml import etree
 from parsel import Selector
 
 from bench.corpus import ABSENT_REASON, corpus_dir
-from scrapy_simhash.extract import MAX_TEXT_CHARS, MainText, decode_html, extract, parse_html
+from scrapy_simhash.extract import (
+    MAX_TEXT_CHARS,
+    MainText,
+    decode_html,
+    extract,
+    parse_html,
+    plain_elements,
+)
 
 ARTICLE = """
 <h1>Night trains are back</h1>
@@ -233,3 +240,26 @@ def test_weigh_blocks_gets_kept_body_blocks_and_matches_weigh():
     assert region and all(b in seen[0] for b in region)
     first = seen[0].index(region[0])
     assert seen[0][first : first + len(region)] == region
+
+
+def test_plain_elements_on_lxml_html_trees_only():
+    # A parser of its own, as parsel makes for each response.
+    tree = lxml.html.document_fromstring(PLAIN_ELEMENTS_PAGE, parser=lxml.html.HTMLParser())
+    with plain_elements(tree):
+        assert type(tree.find("body")) is etree._Element  # the fast classes
+        main = extract(tree)
+    assert main.blocks == extract(lxml.html.document_fromstring(PLAIN_ELEMENTS_PAGE)).blocks
+    # Afterwards (no element kept) lxml.html classes again, even after an error.
+    with pytest.raises(RuntimeError), plain_elements(tree):
+        raise RuntimeError
+    assert all(isinstance(el, lxml.html.HtmlElement) for el in tree.iter())
+    own = parse_html(PLAIN_ELEMENTS_PAGE)  # another parser: left alone
+    with plain_elements(own):
+        assert extract(own).blocks == main.blocks
+
+
+PLAIN_ELEMENTS_PAGE = (
+    "<html><head><title>T</title></head><body><nav><a href='/'>Home</a></nav>"
+    "<p>The first paragraph is here and it is long enough to be kept.</p>"
+    "<p>The <b>second</b> one has <a href='/x'>a link</a> in it.</p></body></html>"
+)

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 from lxml import etree
+from lxml.html import HtmlComment, HtmlElement
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, TextResponse
@@ -88,6 +89,19 @@ def test_tree_is_not_mutated():
     before = etree.tostring(response.selector.root)
     mw.process_spider_input(response)
     assert etree.tostring(response.selector.root) == before
+
+
+def test_spider_gets_lxml_html_elements():
+    """The middleware reads the tree with plain lxml elements (faster); none
+    of them outlives the read, so the spider sees lxml.html's classes."""
+    mw = make_mw()
+    response = html("https://example.com/a", 3)
+    fp = mw.fingerprint_response(response)
+    assert fp == fingerprint(response.selector.root)
+    elements = list(response.selector.root.iter())
+    assert len(elements) >= 10
+    assert all(isinstance(el, (HtmlElement, HtmlComment)) for el in elements)
+    assert isinstance(response.xpath("//p")[0].root, HtmlElement)
 
 
 def test_skips():
