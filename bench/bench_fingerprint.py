@@ -12,7 +12,10 @@ and p90 over pages (one process, one core):
 * ``bytes -> fp``: the same including the parse (bar: 2.5 ms);
 * ``parsel tree -> fp``: extract + features + simhash on ``Selector(text).root``,
   the tree Scrapy's ``response.selector`` holds (lxml.html element classes,
-  comments kept).
+  comments kept);
+* ``parsel, plain elements``: the same inside
+  :func:`scrapy_simhash.extract.plain_elements`, as the middleware reads it
+  (plain lxml element objects instead of lxml.html's Python class lookup).
 
 Peers, timed in the same run on the same pages. Each gets the page's main text
 as one ``str`` (our extractor's title, headings and blocks joined by newlines,
@@ -41,10 +44,16 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import ABSENT_REASON, corpus_dir, web_pages  # noqa: E402
-from scrapy_simhash.extract import extract, parse_html  # noqa: E402
+from scrapy_simhash.extract import extract, parse_html, plain_elements  # noqa: E402
 
 FP = importlib.import_module("scrapy_simhash.fingerprint")
 FE = importlib.import_module("scrapy_simhash.features")
+
+
+def plain_fingerprint(root) -> int | None:
+    """The middleware's read of ``response.selector.root``."""
+    with plain_elements(root):
+        return FP.fingerprint(root)
 
 
 def median_of(fn: Callable[[], object], repeat: int) -> float:
@@ -83,7 +92,7 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         k: []
         for k in (
             "parse", "extract", "features", "simhash", "tree -> fp", "bytes -> fp",
-            "parsel tree -> fp",
+            "parsel tree -> fp", "parsel, plain elements",
         )
     }
     peers: dict[str, list[float]] = {
@@ -112,6 +121,9 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         stages["tree -> fp"].append(median_of(lambda: FP.fingerprint(root), repeat))
         stages["bytes -> fp"].append(median_of(lambda: FP.fingerprint(data), repeat))
         stages["parsel tree -> fp"].append(median_of(lambda: FP.fingerprint(parsel_root), repeat))
+        stages["parsel, plain elements"].append(
+            median_of(lambda: plain_fingerprint(parsel_root), repeat)
+        )
         for name, fn in (
             ("simhash (PyPI)", lambda: PyPISimhash(text)),
             ("trafilatura Simhash", lambda: TrafilaturaSimhash(text)),

@@ -290,6 +290,21 @@ def _tag_rule(tag: str) -> tuple:
     return rule
 
 
+# Latin-1 whitespace (as ``str.isspace`` says) to b" ", anything else to b"x".
+_SPACE_OR_NOT = bytes(0x20 if chr(b).isspace() else 0x78 for b in range(256))
+
+
+def _spaced_length(text: str) -> int:
+    """``len(" ".join(text.split()))``, counted without making the words."""
+    try:
+        data = text.encode("latin-1")
+    except UnicodeEncodeError:
+        return len(" ".join(text.split()))
+    marks = data.translate(_SPACE_OR_NOT)
+    words = marks.count(b" x") + marks.startswith(b"x")
+    return len(marks) - marks.count(b" ") + words - 1 if words else 0
+
+
 class _Dropped:
     """A soft-dropped subtree, walked only if the guard or a fallback needs it."""
 
@@ -303,7 +318,7 @@ class _Dropped:
         # Visible characters, approximately, at C speed: its text without
         # the text of the scripts and styles in it.
         text = etree.tostring(el, method="text", encoding=str, with_tail=False)
-        self.chars = len(" ".join(text.split())) - scripts
+        self.chars = _spaced_length(text) - scripts
 
 
 class _Walker:
