@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import lxml.html
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lxml import etree
 from parsel import Selector
 
@@ -11,6 +13,7 @@ from bench.corpus import ABSENT_REASON, corpus_dir
 from scrapy_simhash.extract import (
     MAX_TEXT_CHARS,
     MainText,
+    _spaced_length,
     decode_html,
     extract,
     parse_html,
@@ -263,3 +266,9 @@ PLAIN_ELEMENTS_PAGE = (
     "<p>The first paragraph is here and it is long enough to be kept.</p>"
     "<p>The <b>second</b> one has <a href='/x'>a link</a> in it.</p></body></html>"
 )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0ab\xe9\u2009\u3000z", max_size=30))
+def test_spaced_length_is_the_length_of_the_joined_words(text):
+    assert _spaced_length(text) == len(" ".join(text.split()))

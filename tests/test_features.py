@@ -167,6 +167,20 @@ def test_tokenize_matches_reference(text):
     assert F.tokenize(text) == _reference_tokenize(text)
 
 
+# Latin-1 (the fast path: letters, digits, spaces, the characters NFKC changes
+# such as ª ² ½ ´ ¨ µ) and the common separators outside it (’ – … and spaces).
+_LATIN1_ALPHABET = (
+    "aZk09_ -'\n\t\x85\xa0\xadéÀßÿ×÷ª²½´¨µº¿"
+    "\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u2009\u202f\u200b"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_LATIN1_ALPHABET, max_size=40))
+def test_tokenize_latin1_fast_path_matches_reference(text):
+    assert F.tokenize(text) == _reference_tokenize(text)
+
+
 @pytest.mark.parametrize(
     "text", ["İstanbul", "İ\u0301", "a_b c__d _x_", "x\u0301_y", "İ_ı", "ab_12 cd"]
 )
