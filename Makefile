@@ -47,7 +47,7 @@ demo: venv
 bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli
 
 bench-fingerprint: venv
-	$(PY) bench/bench_fingerprint.py
+	$(PY) bench/bench_fingerprint.py --repeat 3
 
 bench-quality: venv
 	$(PY) bench/quality.py

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATE_FORMAT = "scrapy-simhash-seen"
-ADD_MODES = ("if_new", "always", "never")
 
 
 class Duplicate(NamedTuple):
@@ -160,15 +159,14 @@ class MemoryBackend:
         self, fingerprint: int, url: str, *, add: str = "if_new"
     ) -> Duplicate | None:
         """Return the nearest stored page within k bits; store this one per ``add``."""
-        if add not in ADD_MODES:
-            raise ValueError(f"add must be one of {ADD_MODES}, not {add!r}")
         row = self._count
-        matches = self._index.query_and_add(fingerprint, row, add=add)
+        matches = self._index.query_and_add(fingerprint, row, add=add)  # checks ``add``
         if add == "always" or (add == "if_new" and not matches):
-            self._store_url(url)
+            data = url.encode("utf-8")
+            self._store_url(data)
             if self._log is not None:
                 try:
-                    self._log.append(fingerprint, row, url.encode("utf-8"))
+                    self._log.append(fingerprint, row, data)
                 except OSError as exc:
                     raise BackendError(
                         f"Cannot append to the simhash state file {self.persist_path}: {exc}"
@@ -178,8 +176,7 @@ class MemoryBackend:
         best = matches[0]
         return Duplicate(self.url(best.key), best.fingerprint, best.distance)
 
-    def _store_url(self, url: str) -> None:
-        data = url.encode("utf-8")
+    def _store_url(self, data: bytes) -> None:
         if self._count + 2 > len(self._offsets):
             grown = np.zeros(2 * len(self._offsets), dtype=np.uint64)
             grown[: self._count + 1] = self._offsets[: self._count + 1]

@@ -244,7 +244,7 @@ def plain_elements(root: etree._Element) -> Iterator[None]:
     """Read a tree parsed by ``lxml.html.HTMLParser`` with plain lxml elements.
 
     ``lxml.html`` picks the class of each element object lxml creates with a
-    Python callback, about a quarter of the cost of reading a page. Within
+    Python callback, about a tenth of a fingerprint's time. Within
     this block the tree's parser uses lxml's default classes; on leaving it,
     the lookup ``lxml.html.HTMLParser`` sets is restored. Only for a tree
     whose parser no other thread uses (parsel makes one per document, as for

@@ -71,7 +71,8 @@ CANONICAL_TABLES = 24
 _CHUNK = 1 << 16
 _U64 = np.uint64
 _REMOVE = b"-"
-_ADD_MODES = ("if_new", "always", "never")
+#: What ``query_and_add`` does with a new fingerprint.
+ADD_MODES = ("if_new", "always", "never")
 
 
 class Match(NamedTuple):
@@ -450,8 +451,8 @@ class SimhashIndex:
     def query_and_add(self, fp: int, key: int, add: str = "if_new") -> list[Match]:
         """The crawler's one call a page: matches found before inserting; insert
         when ``add="always"``, or ``"if_new"`` and nothing matched."""
-        if add not in _ADD_MODES:
-            raise ValueError(f"add must be one of {_ADD_MODES}, got {add!r}")
+        if add not in ADD_MODES:
+            raise ValueError(f"add must be one of {ADD_MODES}, got {add!r}")
         matches = self.query(fp)
         if add == "always" or (add == "if_new" and not matches):
             self.add(fp, key)

@@ -60,12 +60,6 @@ class Table:
             out |= ((x >> src) & ((1 << width) - 1)) << dst
         return out
 
-    def unpermute(self, y: int) -> int:
-        out = 0
-        for src, width, dst in self.segments:
-            out |= ((y >> dst) & ((1 << width) - 1)) << src
-        return out
-
     def permute_many(self, x: np.ndarray) -> np.ndarray:
         return _move(np.asarray(x, dtype=np.uint64), self.segments, inverse=False)
 

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scrapy_simhash.backend import ADD_MODES, BackendError, Duplicate
+from scrapy_simhash.backend import BackendError, Duplicate
 from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
-from scrapy_simhash.index import Match
+from scrapy_simhash.index import ADD_MODES, Match
 
 if TYPE_CHECKING:
     from scrapy_simhash.settings import SimhashSettings

@@ -201,11 +201,6 @@ class RecordLog:
         self._stream.write(b"".join(_record(f, k, bytes(p)) for f, k, p in zip(fps, ks, pay)))
         self._stream.flush()
 
-    def sync(self) -> None:
-        """Flush and fsync (optional: a flushed record survives a crash of the process)."""
-        self._stream.flush()
-        os.fsync(self._stream.fileno())
-
     def close(self) -> None:
         if not self._stream.closed:
             self._stream.flush()
