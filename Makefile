@@ -10,7 +10,7 @@ MIN_SCRAPY ?= scrapy==2.13.4
 
 all: test
 
-$(VENV)/.stamp: pyproject.toml
+$(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/_walk.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc]"
@@ -18,7 +18,7 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
-$(MIN_VENV)/.stamp: pyproject.toml
+$(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/_walk.pyx
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
@@ -34,10 +34,13 @@ redis-server:
 # The whole suite on the newest Scrapy, then the Scrapy layer on the oldest supported one.
 test: test-latest test-min
 
+# The compiled walk must have been built (else the suite would test only the Python one).
 test-latest: venv redis-server
+	$(PY) -c "import scrapy_simhash._walk"
 	$(PY) -m pytest tests
 
 test-min: $(MIN_VENV)/.stamp redis-server
+	$(MIN_VENV)/bin/python -c "import scrapy_simhash._walk"
 	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
 
 # The main job: serve the bundled demo site on loopback, crawl it, show what was dropped.
@@ -65,4 +68,4 @@ bench-cli: venv
 	$(PY) bench/bench_cli.py
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis scrapy_simhash/_walk.c scrapy_simhash/_walk.html scrapy_simhash/_walk.*.so build

@@ -15,7 +15,10 @@ and p90 over pages (one process, one core):
   comments kept);
 * ``parsel, plain elements``: the same inside
   :func:`scrapy_simhash.extract.plain_elements`, as the middleware reads it
-  (plain lxml element objects instead of lxml.html's Python class lookup).
+  (plain lxml element objects instead of lxml.html's Python class lookup);
+* ``tree -> fp, Python walk`` and ``bytes -> fp, Python walk``: ``tree -> fp``
+  and ``bytes -> fp`` with the compiled walk (``scrapy_simhash._walk``) switched
+  off, as a pure-Python install runs them (same fingerprints).
 
 Peers, timed in the same run on the same pages. Each gets the page's main text
 as one ``str`` (our extractor's title, headings and blocks joined by newlines,
@@ -48,6 +51,21 @@ from scrapy_simhash.extract import extract, parse_html, plain_elements  # noqa: 
 
 FP = importlib.import_module("scrapy_simhash.fingerprint")
 FE = importlib.import_module("scrapy_simhash.features")
+EX = importlib.import_module("scrapy_simhash.extract")
+COMPILED = EX._walk
+
+
+def python_walk(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` with the compiled walk switched off."""
+
+    def call() -> object:
+        EX._walk = None
+        try:
+            return fn()
+        finally:
+            EX._walk = COMPILED
+
+    return call
 
 
 def plain_fingerprint(root) -> int | None:
@@ -93,6 +111,7 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         for k in (
             "parse", "extract", "features", "simhash", "tree -> fp", "bytes -> fp",
             "parsel tree -> fp", "parsel, plain elements",
+            "tree -> fp, Python walk", "bytes -> fp, Python walk",
         )
     }
     peers: dict[str, list[float]] = {
@@ -124,6 +143,12 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         stages["parsel, plain elements"].append(
             median_of(lambda: plain_fingerprint(parsel_root), repeat)
         )
+        stages["tree -> fp, Python walk"].append(
+            median_of(python_walk(lambda: FP.fingerprint(root)), repeat)
+        )
+        stages["bytes -> fp, Python walk"].append(
+            median_of(python_walk(lambda: FP.fingerprint(data)), repeat)
+        )
         for name, fn in (
             ("simhash (PyPI)", lambda: PyPISimhash(text)),
             ("trafilatura Simhash", lambda: TrafilaturaSimhash(text)),
@@ -136,23 +161,24 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
     lines = [
         f"{len(pages)} corpus web pages (median {statistics.median(sizes) / 1024:.0f} KiB HTML, "
         f"median main text {statistics.median(text_sizes):.0f} chars), median of {repeat} per page, "
-        f"Python {platform.python_version()}, one core",
+        f"Python {platform.python_version()}, one core, "
+        f"compiled walk {'built' if COMPILED is not None else 'NOT built (pure Python)'}",
         "",
-        f"{'stage':<22}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}",
+        f"{'stage':<26}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}",
     ]
     for name, times in stages.items():
         med, p90 = summary(times)
-        lines.append(f"{name:<22}{med:>10.3f}{p90:>10.3f}{1e3 / med:>10.0f}")
+        lines.append(f"{name:<26}{med:>10.3f}{p90:>10.3f}{1e3 / med:>10.0f}")
     ours, _ = summary(stages["tree -> fp"])
     lines += [
         "",
         "peers on the main text (str), same pages, same run; "
         "ratio = peer median / ours (tree -> fp)",
-        f"{'peer':<22}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}{'ratio':>8}",
+        f"{'peer':<26}{'median ms':>10}{'p90 ms':>10}{'pages/s':>10}{'ratio':>8}",
     ]
     for name, times in peers.items():
         med, p90 = summary(times)
-        lines.append(f"{name:<22}{med:>10.3f}{p90:>10.3f}{1e3 / med:>10.0f}{med / ours:>8.1f}")
+        lines.append(f"{name:<26}{med:>10.3f}{p90:>10.3f}{1e3 / med:>10.0f}{med / ours:>8.1f}")
     for name, count in failures.items():
         lines.append(
             f"  {name} raised on {count} pages (left out of its figures; PyPI simhash 2.1 "
@@ -160,7 +186,10 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         )
     tree, _ = summary(stages["tree -> fp"])
     full, _ = summary(stages["bytes -> fp"])
+    python_tree, _ = summary(stages["tree -> fp, Python walk"])
     lines += [
+        "",
+        f"compiled walk: tree -> fp {python_tree / tree:.2f}x faster than the Python walk",
         "",
         f"{'PASS' if tree <= 1.0 else 'FAIL'}  tree -> fp median {tree:.3f} ms <= 1 ms",
         f"{'PASS' if full <= 2.5 else 'FAIL'}  bytes -> fp median {full:.3f} ms <= 2.5 ms",

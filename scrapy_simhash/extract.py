@@ -35,7 +35,12 @@ needs them, which keeps the walk under a millisecond on typical pages.
 Bounds, so that a 10 MB page costs a bounded time: HTML given as ``str`` or
 ``bytes`` is cut to its first :data:`MAX_HTML_CHARS` characters before
 parsing, and walking stops after :data:`MAX_TEXT_CHARS` characters of visible
-text or :data:`MAX_ELEMENTS` elements.
+text or :data:`MAX_ELEMENTS` elements. Elements nested more than
+:data:`MAX_DEPTH` levels below the start are read as plain text (parsel's
+trees can be 2,048 levels deep), so the walk's recursion is bounded.
+
+The walk is compiled (``_walk.pyx``, over lxml's C API) when the package was
+built with it, and done in Python otherwise: the same results either way.
 """
 
 from __future__ import annotations
@@ -54,6 +59,17 @@ from lxml import etree
 from lxml.html import HTMLParser as _LxmlHtmlParser
 from lxml.html import HtmlElementClassLookup
 
+try:  # the compiled walk, when the package was built with it
+    from scrapy_simhash import _walk
+except ModuleNotFoundError:  # pragma: no cover - a pure-Python install
+    _walk = None
+except (ImportError, ValueError) as exc:  # pragma: no cover - built for another lxml
+    logging.getLogger(__name__).warning(
+        "The compiled walk (scrapy_simhash._walk) cannot be used with this lxml "
+        "(%s); extracting in Python, with the same results, more slowly", exc
+    )
+    _walk = None
+
 logger = logging.getLogger(__name__)
 
 #: Characters of HTML parsed at most (longer ``str``/``bytes`` pages are cut).
@@ -62,6 +78,9 @@ MAX_HTML_CHARS = 3_000_000
 MAX_TEXT_CHARS = 200_000
 #: Elements walked at most.
 MAX_ELEMENTS = 60_000
+#: Nesting depth below ``body`` beyond which an element is read as plain text
+#: (its whole text, no rules): bounds the walk's recursion.
+MAX_DEPTH = 128
 #: Kept share of the visible text below which all visible text is used.
 MIN_KEPT_SHARE = 0.1
 #: Kept characters below which all visible text is used.
@@ -290,6 +309,28 @@ def _tag_rule(tag: str) -> tuple:
     return rule
 
 
+def _tag_code(tag: str) -> int:
+    """:func:`_tag_rule` packed in an int for the compiled walk: bit 0 skip,
+    bits 1-6 drop_tag, header, named, is_link, is_main, block; from bit 8 the
+    block kind plus one (0: inherit)."""
+    code = _TAG_CODES.get(tag)
+    if code is None:
+        rule = _TAG_RULES.get(tag) or _tag_rule(tag)
+        if rule is _SKIP:
+            code = 1
+        else:
+            drop_tag, header, named, kind, is_link, is_main, block = rule
+            flags = (drop_tag, header, named, is_link, is_main, block)
+            code = sum(1 << bit for bit, flag in enumerate(flags, 1) if flag)
+            code |= 0 if kind is None else (kind + 1) << 8
+        if len(_TAG_CODES) < 4096:
+            _TAG_CODES[tag] = code
+    return code
+
+
+_TAG_CODES: dict[str, int] = {}
+
+
 # Latin-1 whitespace (as ``str.isspace`` says) to b" ", anything else to b"x".
 _SPACE_OR_NOT = bytes(0x20 if chr(b).isspace() else 0x78 for b in range(256))
 
@@ -308,17 +349,19 @@ def _spaced_length(text: str) -> int:
 class _Dropped:
     """A soft-dropped subtree, walked only if the guard or a fallback needs it."""
 
-    __slots__ = ("el", "kind", "in_link", "in_main", "weak", "chars")
+    __slots__ = ("el", "kind", "in_link", "in_main", "weak", "depth", "chars")
 
     def __init__(
-        self, el, kind: int, in_link: bool, in_main: bool, weak: bool, scripts: int
+        self, el, kind: int, in_link: bool, in_main: bool, weak: bool, depth: int, chars: int
     ) -> None:
-        self.el, self.kind, self.weak = el, kind, weak
+        self.el, self.kind, self.weak, self.depth = el, kind, weak, depth
         self.in_link, self.in_main = in_link, in_main
-        # Visible characters, approximately, at C speed: its text without
-        # the text of the scripts and styles in it.
-        text = etree.tostring(el, method="text", encoding=str, with_tail=False)
-        self.chars = _spaced_length(text) - scripts
+        self.chars = chars  # visible characters, approximately
+
+
+def _flat_text(el) -> str:
+    """The whole text of an element nested beyond :data:`MAX_DEPTH`."""
+    return etree.tostring(el, method="text", encoding=str, with_tail=False)
 
 
 class _Walker:
@@ -328,6 +371,8 @@ class _Walker:
     A walk returns items in document order: blocks ``(text, kind, link_chars)``
     (kind 0 for body text, 1-6 for a heading level), flushed at block-level
     elements, and :class:`_Dropped` placeholders for soft-dropped subtrees.
+    It is done by the compiled :mod:`scrapy_simhash._walk` when that is built
+    (the same items, about a tenth of the time), else in Python.
     """
 
     __slots__ = ("chars", "elements", "top", "scripts")
@@ -354,9 +399,41 @@ class _Walker:
                         counts[ancestor] = counts.get(ancestor, 0) + chars
         return counts.get(el, 0)
 
-    def run(self, start, kind: int, in_link: bool, in_main: bool) -> tuple[list, list]:
-        """Items of the subtree of ``start``, and the spans ``(element, first, end)``
-        of the items of each block-level element that yields any."""
+    def dropped(
+        self,
+        el,
+        kind: int,
+        in_link: bool,
+        in_main: bool,
+        weak: bool,
+        depth: int,
+        chars: int | None = None,
+    ) -> _Dropped:
+        """The placeholder of a soft-dropped subtree; its visible characters
+        (unless the compiled walk counted them), at C speed: its text without
+        the text of the scripts and styles in it."""
+        if chars is None:
+            text = etree.tostring(el, method="text", encoding=str, with_tail=False)
+            chars = _spaced_length(text) - self.script_chars(el)
+        return _Dropped(el, kind, in_link, in_main, weak, depth, chars)
+
+    def run(
+        self, start, kind: int, in_link: bool, in_main: bool, depth: int = 0
+    ) -> tuple[list, list]:
+        """Items of the subtree of ``start`` (at ``depth`` below the top), and
+        the spans ``(first, end)`` of the items of each block-level element
+        that yields any."""
+        if _walk is not None:
+            items, spans, self.chars, self.elements = _walk.walk(
+                start, kind, in_link, in_main, depth, self.chars, self.elements,
+                MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_DEPTH,
+                _tag_code, _is_boiler_name, _hides, self.dropped, _flat_text,
+            )
+            return items, spans
+        return self._run(start, kind, in_link, in_main, depth)
+
+    def _run(self, start, kind: int, in_link: bool, in_main: bool, depth: int) -> tuple[list, list]:
+        """:meth:`run` in Python (``_walk.pyx`` does the same)."""
         items: list = []
         spans: list = []
         append = items.append
@@ -366,7 +443,7 @@ class _Walker:
         elements = self.elements
         is_boiler_name = _is_boiler_name
         tag_rules = _TAG_RULES
-        script_chars = self.script_chars
+        dropped = self.dropped
 
         def flush(kind: int) -> None:
             nonlocal link, chars
@@ -377,22 +454,31 @@ class _Walker:
                 chars += len(text)
             link = 0
 
-        def walk(el, kind: int, in_link: bool, in_main: bool) -> bool:
+        def walk(el, kind: int, in_link: bool, in_main: bool, depth: int) -> bool:
             nonlocal link, elements
             text = el.text
             if text:
                 buf.append(text)
                 if in_link:
                     link += len(text)
+            depth += 1
             for child in el:
                 tag = child.tag
                 if tag.__class__ is str:
                     elements += 1
                     if elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS:
                         return False
-                    rule = tag_rules.get(tag)
-                    if rule is None:
-                        rule = _tag_rule(tag)
+                    if depth > MAX_DEPTH:
+                        text = _flat_text(child)
+                        if text:
+                            buf.append(text)
+                            if in_link:
+                                link += len(text)
+                        rule = _SKIP
+                    else:
+                        rule = tag_rules.get(tag)
+                        if rule is None:
+                            rule = _tag_rule(tag)
                     if rule is not _SKIP:
                         drop_tag, header, named, child_kind, is_link, is_main, block = rule
                         weak = False
@@ -405,7 +491,12 @@ class _Walker:
                                 elif "id" in names and is_boiler_name(child.get("id")):
                                     drop = weak = True
                                 elif not _HIDING_ATTRIBUTES.isdisjoint(names):
-                                    drop = _is_hidden_or_landmark(child, names)
+                                    drop = _hides(
+                                        "hidden" in names,
+                                        child.get("aria-hidden"),
+                                        child.get("role"),
+                                        child.get("style"),
+                                    )
                         if child_kind is None:
                             child_kind = kind
                         child_link = in_link or is_link
@@ -413,19 +504,14 @@ class _Walker:
                         if drop:
                             if buf:
                                 flush(kind)
-                            append(
-                                _Dropped(
-                                    child, child_kind, child_link, child_main, weak,
-                                    script_chars(child),
-                                )
-                            )
+                            append(dropped(child, child_kind, child_link, child_main, weak, depth))
                         else:
                             if block:
                                 if buf:
                                     flush(kind)
                                 first = len(items)
                             if len(child):
-                                if not walk(child, child_kind, child_link, child_main):
+                                if not walk(child, child_kind, child_link, child_main, depth):
                                     return False
                             else:  # a leaf: its text, without a call
                                 text = child.text
@@ -437,7 +523,7 @@ class _Walker:
                                 if buf:
                                     flush(child_kind)
                                 if len(items) > first:
-                                    spans.append((child, first, len(items)))
+                                    spans.append((first, len(items)))
                             elif buf and child_kind != kind:
                                 flush(child_kind)
                 tail = child.tail
@@ -447,12 +533,12 @@ class _Walker:
                         link += len(tail)
             return True
 
-        walk(start, kind, in_link, in_main)
+        walk(start, kind, in_link, in_main, depth)
         del walk  # break the closure's cycle: the proxies it saw die now
         if buf:
             flush(kind)
         self.chars, self.elements = chars, elements
-        spans.append((start, 0, len(items)))
+        spans.append((0, len(items)))
         return items, spans
 
     def expand(self, items: list, spans: list, limit: float, weak_too: bool) -> tuple[list, list]:
@@ -468,26 +554,27 @@ class _Walker:
                 out.append(item)
             elif item.chars > limit or (weak_too and item.weak):
                 sub, sub_spans = self.expand(
-                    *self.run(item.el, item.kind, item.in_link, item.in_main), limit, weak_too
+                    *self.run(item.el, item.kind, item.in_link, item.in_main, item.depth),
+                    limit,
+                    weak_too,
                 )
                 base = len(out)
                 out.extend(sub)
-                out_spans.extend((el, first + base, end + base) for el, first, end in sub_spans)
+                out_spans.extend((first + base, end + base) for first, end in sub_spans)
         position[len(items)] = len(out)
-        out_spans.extend((el, position[first], position[end]) for el, first, end in spans)
+        out_spans.extend((position[first], position[end]) for first, end in spans)
         return out, out_spans
 
 
 _HIDING_ATTRIBUTES = frozenset(("hidden", "aria-hidden", "role", "style"))
 
 
-def _is_hidden_or_landmark(el: etree._Element, names: list[str]) -> bool:
-    if "hidden" in names or el.get("aria-hidden") == "true":
+def _hides(hidden: bool, aria_hidden: str | None, role: str | None, style: str | None) -> bool:
+    """Whether an element with these attributes is hidden or a template landmark."""
+    if hidden or aria_hidden == "true":
         return True
-    role = el.get("role")
     if role and role.strip().lower() in _BOILER_ROLES:
         return True
-    style = el.get("style")
     return bool(style and _HIDDEN_STYLE.search(style))
 
 
@@ -561,7 +648,7 @@ def _region(
     if total <= 0:
         return best
     need = REGION_SHARE * total
-    for _, first, end in spans:
+    for first, end in spans:
         if end - first < best[1] - best[0] and cumulative[end] - cumulative[first] >= need:
             best = (first, end)
     return best

@@ -22,7 +22,9 @@ from scrapy_simhash.features import _page_features, page_features
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever any fingerprint can change (persisted indexes record it).
-FINGERPRINT_VERSION = 2
+#: 3: elements nested more than ``extract.MAX_DEPTH`` levels deep are read as
+#: plain text (the only change from 2; no corpus page is that deep).
+FINGERPRINT_VERSION = 3
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6

@@ -130,7 +130,7 @@ def test_spot_count_matches_spots():
 
 
 def _reference_tokenize(text: str) -> list[str]:
-    """The plain tokenizer (FINGERPRINT_VERSION 2) the faster one must match."""
+    """The plain tokenizer (unchanged since FINGERPRINT_VERSION 2) the faster one must match."""
     import unicodedata
 
     word = F._WORD

@@ -57,6 +57,7 @@ GOLDEN = {
     "clean": 445473156856164813,
     "cjk": 14753458128856570549,
     "seed7": 17336697191685449313,
+    "deep": 445297233917780429,
 }
 
 CJK = """<html><head><title>夜行列車が戻ってくる</title></head><body>
@@ -77,15 +78,24 @@ THAI = """<html><head><title>รถไฟกลางคืนกลับมา
 def test_public_api_reexported():
     fp = scrapy_simhash.fingerprint(CLEAN)
     assert fp == FP.fingerprint(CLEAN)
-    assert scrapy_simhash.FINGERPRINT_VERSION == FP.FINGERPRINT_VERSION == 2
+    assert scrapy_simhash.FINGERPRINT_VERSION == FP.FINGERPRINT_VERSION == 3
     assert scrapy_simhash.hamming(fp, fp) == 0
 
 
+def deep_page(depth: int) -> str:
+    """CLEAN's body nested ``depth`` elements deep."""
+    head, _, rest = CLEAN.partition("<body>")
+    body, _, tail = rest.partition("</body>")
+    return head + "<body>" + "<div>" * depth + body + "</div>" * depth + "</body>" + tail
+
+
 def test_golden_values():
-    assert FP.FINGERPRINT_VERSION == 2  # bump it together with the values below
+    assert FP.FINGERPRINT_VERSION == 3  # bump it together with the values below
     assert FP.fingerprint(CLEAN) == GOLDEN["clean"]
     assert FP.fingerprint(CJK) == GOLDEN["cjk"]
     assert FP.fingerprint(CLEAN, seed=7) == GOLDEN["seed7"]
+    # Version 3: nested beyond MAX_DEPTH, the text is read flat.
+    assert FP.fingerprint(deep_page(200)) == GOLDEN["deep"]
 
 
 def test_simhash_golden_and_brute_force():

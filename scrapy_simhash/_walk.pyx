@@ -1,0 +1,381 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The walk of :class:`scrapy_simhash.extract._Walker`, compiled.
+
+It returns exactly what ``_Walker._run`` returns (``tests/test_walk.py`` checks
+both on the corpus and on generated trees), but reads libxml2's nodes through
+lxml's C API instead of making an lxml element object for every element and
+calling it for its tag, attributes, text and tail: that was most of a
+fingerprint's time. Element objects are made only for what Python needs:
+soft-dropped subtrees and elements nested beyond ``max_depth``. The rules stay
+in Python (:func:`scrapy_simhash.extract._tag_code` and friends), so there is
+one definition of them.
+"""
+
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.unicode cimport Py_UNICODE_ISSPACE, PyUnicode_DecodeUTF8
+from libc.string cimport memcpy, strcmp, strlen
+
+cimport lxml.includes.etreepublic as cetree
+from lxml.includes cimport tree
+
+cetree.import_lxml__etree()
+
+# Tag codes (see _tag_code).
+cdef enum:
+    SKIP = 1
+    DROP_TAG = 2
+    HEADER = 4
+    NAMED = 8
+    IS_LINK = 16
+    IS_MAIN = 32
+    BLOCK = 64
+
+cdef enum:
+    CACHE_SIZE = 256  # tag name pointer -> code, per walk (a power of two)
+
+
+cdef inline bint _is_text(tree.xmlNode* c) noexcept nogil:
+    return c.type == tree.XML_TEXT_NODE or c.type == tree.XML_CDATA_SECTION_NODE
+
+
+cdef inline tree.xmlNode* _text_or_skip(tree.xmlNode* c) noexcept nogil:
+    # lxml's _textNodeOrSkip: text and CDATA nodes make .text/.tail, XInclude
+    # markers are stepped over, anything else ends them.
+    while c is not NULL:
+        if _is_text(c):
+            return c
+        if c.type == tree.XML_XINCLUDE_START or c.type == tree.XML_XINCLUDE_END:
+            c = c.next
+        else:
+            return NULL
+    return NULL
+
+
+cdef inline bint _is_ascii_space(unsigned char b) noexcept nogil:
+    # str.isspace() over ASCII: \t \n \v \f \r, \x1c-\x1f and the space.
+    return b == 32 or 9 <= b <= 13 or 28 <= b <= 31
+
+
+cdef inline bint _is_script(tree.xmlNode* c) noexcept nogil:
+    # script style noscript template, without a namespace (as lxml's iter())
+    cdef const char* name = <const char*>c.name
+    return c.ns is NULL and (
+        strcmp(name, "script") == 0 or strcmp(name, "style") == 0
+        or strcmp(name, "noscript") == 0 or strcmp(name, "template") == 0
+    )
+
+
+cdef inline Py_ssize_t _code_points(const unsigned char* s) noexcept nogil:
+    cdef Py_ssize_t n = 0
+    while s[0]:
+        if (s[0] & 0xC0) != 0x80:
+            n += 1
+        s += 1
+    return n
+
+
+cdef Py_ssize_t _dropped_chars(tree.xmlNode* el, bint* known) noexcept:
+    """``_spaced_length(tostring(el, method="text"))`` less the text of the
+    scripts and styles inside ``el`` (``_Walker.script_chars``), counted in one
+    pass over the subtree. ``known`` is cleared when it holds an entity
+    reference (Python counts it then)."""
+    cdef tree.xmlNode* c = el.children
+    cdef tree.xmlNode* t
+    cdef const unsigned char* s
+    cdef Py_UCS4 ch
+    cdef Py_ssize_t nonspace = 0, words = 0, scripts = 0
+    cdef bint in_word = False
+    cdef unsigned char b
+    while c is not NULL:
+        if _is_text(c):
+            s = <const unsigned char*>c.content
+            while s is not NULL and s[0]:
+                b = s[0]
+                if b < 0x80:
+                    ch = b
+                    s += 1
+                elif b >= 0xC0 and (s[1] & 0xC0) == 0x80:
+                    if b < 0xE0:
+                        ch = ((b & 0x1F) << 6) | (s[1] & 0x3F)
+                        s += 2
+                    elif (s[2] & 0xC0) != 0x80:
+                        ch = 0xFFFD
+                        s += 1
+                    elif b < 0xF0:
+                        ch = ((b & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F)
+                        s += 3
+                    elif (s[3] & 0xC0) == 0x80:
+                        ch = (((b & 0x07) << 18) | ((s[1] & 0x3F) << 12)
+                              | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F))
+                        s += 4
+                    else:
+                        ch = 0xFFFD
+                        s += 1
+                else:  # not UTF-8 (libxml2 does not store such text)
+                    ch = 0xFFFD
+                    s += 1
+                if Py_UNICODE_ISSPACE(ch):
+                    in_word = False
+                else:
+                    nonspace += 1
+                    if not in_word:
+                        words += 1
+                        in_word = True
+        elif c.type == tree.XML_ENTITY_REF_NODE:
+            known[0] = False
+            return 0
+        elif c.type == tree.XML_ELEMENT_NODE and _is_script(c):
+            t = _text_or_skip(c.children)
+            while t is not NULL:
+                if t.content is not NULL:
+                    scripts += _code_points(<const unsigned char*>t.content)
+                t = _text_or_skip(t.next)
+        # next node in document order, not leaving el
+        if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
+            c = c.children
+            continue
+        while c.next is NULL:
+            c = c.parent
+            if c is el or c is NULL:
+                return (nonspace + words - 1 if words else 0) - scripts
+        c = c.next
+    return (nonspace + words - 1 if words else 0) - scripts
+
+
+cdef class _State:
+    cdef cetree._Document doc
+    cdef char* buf
+    cdef Py_ssize_t size, capacity
+    cdef Py_ssize_t link, chars, elements
+    cdef Py_ssize_t max_chars, max_elements
+    cdef int max_depth
+    cdef list items, spans
+    cdef object tag_code, boiler_name, hides, dropped, flat_text
+    cdef const void* cache_names[CACHE_SIZE]
+    cdef int cache_codes[CACHE_SIZE]
+    cdef int cached
+
+    def __dealloc__(self):
+        PyMem_Free(self.buf)
+
+    cdef int add(self, const char* data, Py_ssize_t size, bint in_link) except -1:
+        cdef Py_ssize_t need = self.size + size, i
+        cdef char* grown
+        if need > self.capacity:
+            need = max(need, 2 * self.capacity, 256)
+            grown = <char*>PyMem_Realloc(self.buf, need)
+            if grown is NULL:
+                raise MemoryError()
+            self.buf, self.capacity = grown, need
+        memcpy(self.buf + self.size, data, size)
+        self.size += size
+        if in_link:  # characters, not bytes: count the non-continuation bytes
+            for i in range(size):
+                if (<unsigned char>data[i] & 0xC0) != 0x80:
+                    self.link += 1
+        return 0
+
+    cdef int add_text(self, tree.xmlNode* c, bint in_link) except -1:
+        """Append the text of the text nodes starting at ``c`` (.text or .tail)."""
+        c = _text_or_skip(c)
+        while c is not NULL:
+            if c.content is not NULL and c.content[0] != 0:
+                self.add(<const char*>c.content, strlen(<const char*>c.content), in_link)
+            c = _text_or_skip(c.next)
+        return 0
+
+    cdef int add_str(self, str text, bint in_link) except -1:
+        cdef bytes data
+        if text:
+            data = text.encode("utf-8")
+            self.add(data, len(data), False)
+            if in_link:
+                self.link += len(text)
+        return 0
+
+    cdef int flush(self, int kind) except -1:
+        cdef Py_ssize_t i
+        cdef bint blank = True
+        cdef str text
+        for i in range(self.size):
+            if not _is_ascii_space(<unsigned char>self.buf[i]):
+                blank = False
+                break
+        if not blank:
+            text = PyUnicode_DecodeUTF8(self.buf, self.size, NULL)
+            if not text.isspace():
+                self.items.append((text, kind, self.link))
+                self.chars += len(text)
+        self.size = 0
+        self.link = 0
+        return 0
+
+    cdef int rule(self, tree.xmlNode* c) except -1:
+        """The tag code of an element (cached by name pointer: libxml2's
+        parsers intern names, and a tree is not modified during a walk)."""
+        cdef size_t slot
+        cdef int code
+        cdef str name = None
+        if c.ns is not NULL and c.ns.href is not NULL:
+            name = "{%s}%s" % (
+                (<const char*>c.ns.href).decode("utf-8"), (<const char*>c.name).decode("utf-8")
+            )
+            return self.tag_code(name)
+        slot = (<size_t>c.name >> 4) & (CACHE_SIZE - 1)
+        while self.cache_names[slot] is not NULL:
+            if self.cache_names[slot] == <const void*>c.name:
+                return self.cache_codes[slot]
+            slot = (slot + 1) & (CACHE_SIZE - 1)
+        code = self.tag_code((<const char*>c.name).decode("utf-8"))
+        if self.cached < CACHE_SIZE // 2:  # keeps probes short and ending
+            self.cache_names[slot] = <const void*>c.name
+            self.cache_codes[slot] = code
+            self.cached += 1
+        return code
+
+    cdef object attribute(self, tree.xmlNode* c, tree.xmlAttr* attr):
+        cdef tree.xmlNode* t = attr.children
+        if t is NULL:
+            return ""
+        if t.next is NULL and t.type == tree.XML_TEXT_NODE and t.content is not NULL:
+            return (<const char*>t.content).decode("utf-8")
+        # Entity references in the value: as lxml reads it.
+        return cetree.elementFactory(self.doc, c).get((<const char*>attr.name).decode("utf-8"))
+
+    cdef int named_drop(self, tree.xmlNode* c, bint* weak) except -1:
+        """The class/id, hidden and landmark rules, on no-namespace attributes."""
+        cdef tree.xmlAttr* attr = c.properties
+        cdef tree.xmlAttr* klass = NULL
+        cdef tree.xmlAttr* ident = NULL
+        cdef tree.xmlAttr* aria = NULL
+        cdef tree.xmlAttr* role = NULL
+        cdef tree.xmlAttr* style = NULL
+        cdef bint hidden = False
+        cdef const char* name
+        while attr is not NULL:
+            if attr.ns is NULL:
+                name = <const char*>attr.name
+                if strcmp(name, "class") == 0:
+                    klass = attr
+                elif strcmp(name, "id") == 0:
+                    ident = attr
+                elif strcmp(name, "hidden") == 0:
+                    hidden = True
+                elif strcmp(name, "aria-hidden") == 0:
+                    aria = attr
+                elif strcmp(name, "role") == 0:
+                    role = attr
+                elif strcmp(name, "style") == 0:
+                    style = attr
+            attr = attr.next
+        if klass is not NULL and self.boiler_name(self.attribute(c, klass)):
+            weak[0] = True
+            return True
+        if ident is not NULL and self.boiler_name(self.attribute(c, ident)):
+            weak[0] = True
+            return True
+        if hidden or aria is not NULL or role is not NULL or style is not NULL:
+            return bool(self.hides(
+                hidden,
+                None if aria is NULL else self.attribute(c, aria),
+                None if role is NULL else self.attribute(c, role),
+                None if style is NULL else self.attribute(c, style),
+            ))
+        return False
+
+    cdef int walk(
+        self, tree.xmlNode* el, int kind, bint in_link, bint in_main, int depth
+    ) except -1:
+        """Returns 1, or 0 when a budget ran out (the walk stops)."""
+        cdef tree.xmlNode* c
+        cdef int code, child_kind
+        cdef bint drop, weak, child_link, child_main, block, known
+        cdef Py_ssize_t first = 0, chars
+        self.add_text(el.children, in_link)
+        depth += 1
+        c = el.children
+        while c is not NULL:
+            if c.type == tree.XML_ELEMENT_NODE:
+                self.elements += 1
+                if self.elements > self.max_elements or self.chars > self.max_chars:
+                    return 0
+                if depth > self.max_depth:
+                    self.add_str(self.flat_text(cetree.elementFactory(self.doc, c)), in_link)
+                    code = SKIP
+                else:
+                    code = self.rule(c)
+                if not code & SKIP:
+                    weak = False
+                    drop = (code & DROP_TAG) or ((code & HEADER) and not in_main)
+                    if not drop and (code & NAMED) and c.properties is not NULL:
+                        drop = self.named_drop(c, &weak)
+                    child_kind = (code >> 8) - 1 if code >> 8 else kind
+                    child_link = in_link or (code & IS_LINK)
+                    child_main = in_main or (code & IS_MAIN)
+                    block = code & BLOCK
+                    if drop:
+                        if self.size:
+                            self.flush(kind)
+                        known = True
+                        chars = _dropped_chars(c, &known)
+                        self.items.append(self.dropped(
+                            cetree.elementFactory(self.doc, c),
+                            child_kind, child_link, child_main, weak, depth,
+                            chars if known else None,
+                        ))
+                    else:
+                        if block:
+                            if self.size:
+                                self.flush(kind)
+                            first = len(self.items)
+                        if not self.walk(c, child_kind, child_link, child_main, depth):
+                            return 0
+                        if block:
+                            if self.size:
+                                self.flush(child_kind)
+                            if len(self.items) > first:
+                                self.spans.append((first, len(self.items)))
+                        elif self.size and child_kind != kind:
+                            self.flush(child_kind)
+                self.add_text(c.next, in_link)
+            elif (
+                c.type == tree.XML_COMMENT_NODE
+                or c.type == tree.XML_PI_NODE
+                or c.type == tree.XML_ENTITY_REF_NODE
+            ):
+                self.add_text(c.next, in_link)
+            c = c.next
+        return 1
+
+
+def walk(
+    cetree._Element start not None,
+    int kind,
+    bint in_link,
+    bint in_main,
+    int depth,
+    Py_ssize_t chars,
+    Py_ssize_t elements,
+    Py_ssize_t max_chars,
+    Py_ssize_t max_elements,
+    int max_depth,
+    tag_code,
+    boiler_name,
+    hides,
+    dropped,
+    flat_text,
+):
+    """``(items, spans, chars, elements)`` of the subtree of ``start``: see
+    ``scrapy_simhash.extract._Walker.run``."""
+    cdef _State state = _State.__new__(_State)
+    state.doc = start._doc
+    state.chars, state.elements = chars, elements
+    state.max_chars, state.max_elements, state.max_depth = max_chars, max_elements, max_depth
+    state.items, state.spans = [], []
+    state.tag_code, state.boiler_name, state.hides = tag_code, boiler_name, hides
+    state.dropped, state.flat_text = dropped, flat_text
+    state.walk(start._c_node, kind, in_link, in_main, depth)
+    if state.size:
+        state.flush(kind)
+    state.spans.append((0, len(state.items)))
+    return state.items, state.spans, state.chars, state.elements
