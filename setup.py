@@ -10,7 +10,9 @@ import lxml
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-walk = Extension("scrapy_simhash._walk", ["scrapy_simhash/_walk.pyx"], include_dirs=lxml.get_include())
+walk = Extension(
+    "scrapy_simhash._walk", ["scrapy_simhash/_walk.pyx"], include_dirs=lxml.get_include()
+)
 extensions = cythonize([walk], language_level=3, quiet=True)
 for extension in extensions:
     extension.optional = True  # cythonize() does not carry it over

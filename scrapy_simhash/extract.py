@@ -432,7 +432,9 @@ class _Walker:
             return items, spans
         return self._run(start, kind, in_link, in_main, depth)
 
-    def _run(self, start, kind: int, in_link: bool, in_main: bool, depth: int) -> tuple[list, list]:
+    def _run(
+        self, start, kind: int, in_link: bool, in_main: bool, depth: int
+    ) -> tuple[list, list]:
         """:meth:`run` in Python (``_walk.pyx`` does the same)."""
         items: list = []
         spans: list = []

@@ -175,6 +175,20 @@ def test_tokenize_matches_reference(text):
     assert F.tokenize(text) == _reference_tokenize(text)
 
 
+# Texts of a page's blocks: mixed scripts, or all Latin-1 (the batched fast
+# path); "\x02" joins them in tokenize_many, the Kelvin sign lower-cases to "k".
+_TEXTS = st.text(alphabet=_ALPHABET, max_size=40) | st.text(
+    alphabet=_LATIN1_ALPHABET + "\x02\u212a", max_size=40
+)
+_LATIN1_TEXTS = st.text(alphabet=_LATIN1_ALPHABET, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXTS, max_size=6) | st.lists(_LATIN1_TEXTS, max_size=6))
+def test_tokenize_many_matches_tokenize(texts):
+    assert F.tokenize_many(texts) == [F.tokenize(text) for text in texts]
+
+
 @pytest.mark.parametrize(
     "text", ["İstanbul", "İ\u0301", "a_b c__d _x_", "x\u0301_y", "İ_ı", "ab_12 cd"]
 )
