@@ -195,9 +195,8 @@ def report(args, seconds, cpu, last_stats) -> None:
               f"({hook / n * 1000:.3f} ms/response inside the hook)")
     base = statistics.median(cpu["scrapy"]) / n * 1000
     added = statistics.median(cpu["simhash-log"]) / n * 1000 - base
-    verdict = "within" if added <= 1.5 else "OVER"
     print(f"added CPU time per response (log action), whole-crawl mean: {added:.3f} ms, "
-          f"{verdict} the 1.5 ms bar (ratio {(base + added) / base:.2f})")
+          f"ratio {(base + added) / base:.2f} (the bar is on the median, below)")
     hook, built = TimedMiddleware.hook_ms, TimedMiddleware.selector_ms
     if hook:
         def p90(values):
