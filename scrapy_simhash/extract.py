@@ -78,8 +78,8 @@ MAX_HTML_CHARS = 3_000_000
 MAX_TEXT_CHARS = 200_000
 #: Elements walked at most.
 MAX_ELEMENTS = 60_000
-#: Nesting depth below ``body`` beyond which an element is read as plain text
-#: (its whole text, no rules): bounds the walk's recursion.
+#: Nesting depth below the walk's start (``body``) beyond which an element is
+#: read as plain text (its whole text, no rules): bounds the walk's recursion.
 MAX_DEPTH = 128
 #: Kept share of the visible text below which all visible text is used.
 MIN_KEPT_SHARE = 0.1
@@ -359,8 +359,8 @@ class _Dropped:
         self.chars = chars  # visible characters, approximately
 
 
-def _flat_text(el) -> str:
-    """The whole text of an element nested beyond :data:`MAX_DEPTH`."""
+def _text_of(el) -> str:
+    """The whole text of an element, at C speed (scripts' included)."""
     return etree.tostring(el, method="text", encoding=str, with_tail=False)
 
 
@@ -413,8 +413,7 @@ class _Walker:
         (unless the compiled walk counted them), at C speed: its text without
         the text of the scripts and styles in it."""
         if chars is None:
-            text = etree.tostring(el, method="text", encoding=str, with_tail=False)
-            chars = _spaced_length(text) - self.script_chars(el)
+            chars = _spaced_length(_text_of(el)) - self.script_chars(el)
         return _Dropped(el, kind, in_link, in_main, weak, depth, chars)
 
     def run(
@@ -427,7 +426,7 @@ class _Walker:
             items, spans, self.chars, self.elements = _walk.walk(
                 start, kind, in_link, in_main, depth, self.chars, self.elements,
                 MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_DEPTH,
-                _tag_code, _is_boiler_name, _hides, self.dropped, _flat_text,
+                _tag_code, _is_boiler_name, _hides, self.dropped, _text_of,
             )
             return items, spans
         return self._run(start, kind, in_link, in_main, depth)
@@ -471,7 +470,7 @@ class _Walker:
                     if elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS:
                         return False
                     if depth > MAX_DEPTH:
-                        text = _flat_text(child)
+                        text = _text_of(child)
                         if text:
                             buf.append(text)
                             if in_link:
