@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 
@@ -55,13 +55,15 @@ _WORD_OR_MARK = re.compile(r"[\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u
 # characters alone but for a few (superscripts, fractions, spacing accents...),
 # which send a text to the general path. One ``bytes.translate`` keeps word
 # characters, turns digits into \x01 (a word holding one is dropped), the few
-# characters NFKC changes into \x00, and everything else into spaces.
+# characters NFKC changes into \x00, keeps the \x02 that joins texts, and
+# turns everything else into spaces.
 _NFKC_CHANGED = frozenset(
     b for b in range(0xA1, 0x100) if unicodedata.normalize("NFKC", chr(b)) != chr(b)
 )
 _LATIN1_WORDS = bytes(
     0 if b in _NFKC_CHANGED
     else 1 if chr(b).isdecimal()
+    else 2 if b == 2
     else b if chr(b).isalnum()
     else 0x20
     for b in range(256)
@@ -74,35 +76,15 @@ _SEPARATORS = "\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u2009\u202f\u200
 def tokenize(text: str) -> list[str]:
     """NFKC, lower-case Unicode word tokens; Han, Kana and Thai as single
     characters; tokens containing digits left out."""
-    if text.isascii():
-        data = text.lower().encode("ascii")
-    else:
-        plain = text
-        for separator in _SEPARATORS:
-            if separator in plain:
-                plain = plain.replace(separator, " ")
-        try:
-            plain.encode("latin-1")
-        except UnicodeEncodeError:
-            return _tokenize(text)
-        data = plain.lower().encode("latin-1")
-    data = data.translate(_LATIN1_WORDS)
-    if b"\x00" in data:
-        return _tokenize(text)
-    words = data.decode("latin-1").split()
-    return list(filter(str.isalpha, words)) if b"\x01" in data else words
+    return tokenize_many((text,))[0]
 
 
-# For tokenize_many: the same, but for the \x02 that joins the texts.
-_LATIN1_WORDS_JOINED = _LATIN1_WORDS[:2] + b"\x02" + _LATIN1_WORDS[3:]
-
-
-def tokenize_many(texts: list[str]) -> list[list[str]]:
+def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     """``[tokenize(text) for text in texts]``, the Latin-1 fast path taken once
     for all of them (a page's blocks) rather than once per text."""
     joined = "\x02".join(texts)
-    if len(texts) < 2 or joined.count("\x02") != len(texts) - 1:
-        return list(map(tokenize, texts))
+    if joined.count("\x02") != len(texts) - 1:  # a text holds the joiner
+        return [_tokenize(text) if "\x02" in text else tokenize(text) for text in texts]
     if joined.isascii():
         data = joined.lower().encode("ascii")
     else:
@@ -112,12 +94,14 @@ def tokenize_many(texts: list[str]) -> list[list[str]]:
         try:
             joined.encode("latin-1")
         except UnicodeEncodeError:  # some text needs the general path
+            if len(texts) == 1:
+                return [_tokenize(texts[0])]
             return list(map(tokenize, texts))
         data = joined.lower().encode("latin-1")
     tokens = []
     append = tokens.append
     isalpha = str.isalpha
-    for text, part in zip(texts, data.translate(_LATIN1_WORDS_JOINED).split(b"\x02")):
+    for text, part in zip(texts, data.translate(_LATIN1_WORDS).split(b"\x02")):
         if b"\x00" in part:
             append(_tokenize(text))
         else:
