@@ -10,7 +10,7 @@ MIN_SCRAPY ?= scrapy==2.13.4
 
 all: test
 
-$(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/_walk.pyx
+$(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc]"
@@ -18,7 +18,7 @@ $(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/_walk.pyx
 
 venv: $(VENV)/.stamp
 
-$(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/_walk.pyx
+$(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
@@ -36,11 +36,11 @@ test: test-latest test-min
 
 # The compiled walk must have been built (else the suite would test only the Python one).
 test-latest: venv redis-server
-	$(PY) -c "import scrapy_simhash._walk"
+	$(PY) -c "import scrapy_simhash.fingerprinting._walk"
 	$(PY) -m pytest tests
 
 test-min: $(MIN_VENV)/.stamp redis-server
-	$(MIN_VENV)/bin/python -c "import scrapy_simhash._walk"
+	$(MIN_VENV)/bin/python -c "import scrapy_simhash.fingerprinting._walk"
 	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
 
 # The main job: serve the bundled demo site on loopback, crawl it, show what was dropped.
@@ -50,22 +50,22 @@ demo: venv
 bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli
 
 bench-fingerprint: venv
-	$(PY) bench/bench_fingerprint.py --repeat 3
+	$(PY) -m bench.bench_fingerprint --repeat 3
 
 bench-quality: venv
-	$(PY) bench/quality.py
+	$(PY) -m bench.quality
 
 bench-index: venv
-	$(PY) bench/bench_index.py
+	$(PY) -m bench.bench_index
 
 bench-middleware: venv
-	$(PY) bench/bench_middleware.py
+	$(PY) -m bench.bench_middleware
 
 bench-redis: venv redis-server
-	$(PY) bench/bench_redis.py
+	$(PY) -m bench.bench_redis
 
 bench-cli: venv
-	$(PY) bench/bench_cli.py
+	$(PY) -m bench.bench_cli
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis scrapy_simhash/_walk.c scrapy_simhash/_walk.html scrapy_simhash/_walk.*.so build
+	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so build

@@ -1,7 +1,7 @@
-"""Build the compiled walk, ``scrapy_simhash/_walk.pyx``, against lxml's C API.
+"""Build the compiled walk, ``scrapy_simhash/fingerprinting/_walk.pyx``, against lxml's C API.
 
 The extension is optional: where it cannot be built (no C compiler), the
-package installs as pure Python and :mod:`scrapy_simhash.extract` walks the
+package installs as pure Python and :mod:`scrapy_simhash.fingerprinting.extract` walks the
 tree in Python, with the same results, about 1.7 times slower per fingerprint.
 Everything else is declared in pyproject.toml.
 """
@@ -11,7 +11,9 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 walk = Extension(
-    "scrapy_simhash._walk", ["scrapy_simhash/_walk.pyx"], include_dirs=lxml.get_include()
+    "scrapy_simhash.fingerprinting._walk",
+    ["scrapy_simhash/fingerprinting/_walk.pyx"],
+    include_dirs=lxml.get_include(),
 )
 extensions = cythonize([walk], language_level=3, quiet=True)
 for extension in extensions:

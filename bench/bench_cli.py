@@ -10,7 +10,7 @@ Reference, not measured here: seomoz simhash-cpp finds all pairs of 1M
 fingerprints in 1.1-1.8 s through its Python binding (figure quoted in issue
 6; the binary needs libJudy and does not build on this machine).
 
-    python bench/bench_cli.py [--sizes 1000000,10000000] [--repeats 3]
+    python -m bench.bench_cli [--sizes 1000000,10000000] [--repeats 3]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Stages, each timed per page as the median of ``--repeat`` runs, then the median
 and p90 over pages (one process, one core):
 
-* ``parse``: HTML bytes -> lxml tree (:func:`scrapy_simhash.extract.parse_html`,
+* ``parse``: HTML bytes -> lxml tree (:func:`scrapy_simhash.fingerprinting.extract.parse_html`,
   decoding included);
 * ``extract``: tree -> title, headings, main-text blocks;
 * ``features``: main text -> weighted spot signatures;
@@ -14,10 +14,10 @@ and p90 over pages (one process, one core):
   the tree Scrapy's ``response.selector`` holds (lxml.html element classes,
   comments kept);
 * ``parsel, plain elements``: the same inside
-  :func:`scrapy_simhash.extract.plain_elements`, as the middleware reads it
+  :func:`scrapy_simhash.fingerprinting.extract.plain_elements`, as the middleware reads it
   (plain lxml element objects instead of lxml.html's Python class lookup);
 * ``tree -> fp, Python walk`` and ``bytes -> fp, Python walk``: ``tree -> fp``
-  and ``bytes -> fp`` with the compiled walk (``scrapy_simhash._walk``) switched
+  and ``bytes -> fp`` with the compiled walk (``scrapy_simhash.fingerprinting._walk``) switched
   off, as a pure-Python install runs them (same fingerprints).
 
 Peers, timed in the same run on the same pages. Each gets the page's main text
@@ -29,7 +29,7 @@ extracted outside the timer; they have no extractor of their own here):
 * ``datasketch.MinHash(num_perm=128)`` updated with the UTF-8 bytes of the
   text's whitespace-separated words (``update_batch``).
 
-Usage: ``python bench/bench_fingerprint.py [--limit N] [--repeat R]``.
+Usage: ``python -m bench.bench_fingerprint [--limit N] [--repeat R]``.
 """
 
 from __future__ import annotations
@@ -43,15 +43,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import ABSENT_REASON, corpus_dir, web_pages  # noqa: E402
-from scrapy_simhash.extract import extract, parse_html, plain_elements  # noqa: E402
+from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
+from scrapy_simhash.fingerprinting.extract import extract, parse_html, plain_elements
 
-FP = importlib.import_module("scrapy_simhash.fingerprint")
-FE = importlib.import_module("scrapy_simhash.features")
-EX = importlib.import_module("scrapy_simhash.extract")
+FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
+FE = importlib.import_module("scrapy_simhash.fingerprinting.features")
+EX = importlib.import_module("scrapy_simhash.fingerprinting.extract")
 COMPILED = EX._walk
 
 

@@ -1,7 +1,7 @@
 """Benchmark the permuted-tables index against its peers, in one run.
 
-    python bench/bench_index.py                 # N = 1M, k = 3, the peers too
-    python bench/bench_index.py --n 10000000 --no-peers --qaa-n 10000000
+    python -m bench.bench_index                 # N = 1M, k = 3, the peers too
+    python -m bench.bench_index --n 10000000 --no-peers --qaa-n 10000000
 
 Random 64-bit fingerprints; keys 0..N-1. Ours: build from an array, bytes a
 fingerprint (memory_usage() and tracemalloc), single query p50/p99 (random
@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scrapy_simhash.index import SimhashIndex
 

@@ -22,7 +22,7 @@ machine; the verdict uses it) and as wall time. Reported: medians over repeats
 of ms per response, the added ms per response against Scrapy alone, the ratio
 (whole-crawl means), then the median and p90 over responses of the added ms
 per response (the figure the 1.5 ms bar names). Needs Scrapy >= 2.14 (async
-download handlers). Usage: ``python bench/bench_middleware.py [--responses N]
+download handlers). Usage: ``python -m bench.bench_middleware [--responses N]
 [--repeats R] [--concurrency C]``.
 """
 
@@ -37,18 +37,17 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import scrapy  # noqa: E402
-import xxhash  # noqa: E402
-from scrapy import Request, signals  # noqa: E402
-from scrapy.core.downloader.handlers.base import BaseDownloadHandler  # noqa: E402
-from scrapy.crawler import AsyncCrawlerRunner  # noqa: E402
-from scrapy.http import HtmlResponse  # noqa: E402
-from scrapy.utils.reactor import install_reactor  # noqa: E402
+import scrapy
+import xxhash
+from scrapy import Request, signals
+from scrapy.core.downloader.handlers.base import BaseDownloadHandler
+from scrapy.crawler import AsyncCrawlerRunner
+from scrapy.http import HtmlResponse
+from scrapy.utils.reactor import install_reactor
 
-from bench.corpus import ABSENT_REASON, web_pages  # noqa: E402
-from scrapy_simhash.middleware import SimhashMiddleware  # noqa: E402
+from evaluation.corpus import ABSENT_REASON, web_pages
+from scrapy_simhash.middleware import SimhashMiddleware
 
 BODIES: list[bytes] = []
 HEADERS = {"Content-Type": "text/html"}

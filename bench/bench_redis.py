@@ -13,7 +13,7 @@ measures, against it, in one run:
 
 Rates are medians over repeats; the machine is shared, so read them as ratios
 between rows measured in the same run. Run: ``make bench-redis`` (or
-``python bench/bench_redis.py --size 100000`` for a quick look).
+``python -m bench.bench_redis --size 100000`` for a quick look).
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from scrapy_simhash.layout import TableLayout  # noqa: E402
-from scrapy_simhash.redis_index import RedisSimhashIndex, import_redis  # noqa: E402
-from tests.fixtures_redis import REDIS_SERVER, RedisServer  # noqa: E402
+from scrapy_simhash.index import TableLayout
+from scrapy_simhash.backends.redis import RedisSimhashIndex, import_redis
+from tests.fixtures_redis import REDIS_SERVER, RedisServer
 
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
 

@@ -9,7 +9,7 @@ all segments), with precision/recall/F1 computed the way trafilatura's own
 evaluation does (kept ``with`` = true positive, kept ``without`` = false
 positive).
 
-Usage: ``python bench/boilerplate.py [--limit N]``.
+Usage: ``python -m bench.boilerplate [--limit N]``.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import ABSENT_REASON, corpus_dir, web_pages  # noqa: E402
-from scrapy_simhash.features import page_main_text  # noqa: E402
+from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
+from scrapy_simhash.fingerprinting.features import page_main_text
 
 
 def _norm(text: str) -> str:
@@ -31,7 +29,7 @@ def _norm(text: str) -> str:
 
 def boilerplate_scores(limit: int | None = None) -> dict[str, float]:
     """Segment survival figures of the main text that fingerprints are computed
-    from (:func:`scrapy_simhash.features.page_main_text`) on the annotated web pages: ``with_kept``, ``without_removed``, ``precision``,
+    from (:func:`scrapy_simhash.fingerprinting.features.page_main_text`) on the annotated web pages: ``with_kept``, ``without_removed``, ``precision``,
     ``recall``, ``f1``, ``pages``, ``with``, ``without``."""
     pages = web_pages()[:limit]
     tp = fn = fp = tn = 0

@@ -3,7 +3,7 @@
 Reproduces every quality figure of issue 2 in one command (``make bench-quality``):
 
 * positives: each annotated ``web/`` page with at least 50 main-text words against a
-  perturbed copy of itself (``bench/perturb.py``): ads inserted, dates and counters
+  perturbed copy of itself (``evaluation/perturb.py``): ads inserted, dates and counters
   changed, navigation rotated, sidebar swapped, combinations of these, ~1% of the
   main-text words edited, and the article moved into another site's template;
 * negatives: all pairs of distinct pages of each documentation site (same
@@ -40,14 +40,12 @@ from pathlib import Path
 import numpy as np
 from w3lib.encoding import html_to_unicode
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import perturb as P
-from bench.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages
+from evaluation import perturb as P
+from evaluation.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages
 
 # The module, not the function of the same name that ``scrapy_simhash`` re-exports.
-F = importlib.import_module("scrapy_simhash.fingerprint")
+F = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
 
 RESULTS = Path(__file__).resolve().parent / "results" / "quality.txt"
 KS = range(9)

@@ -211,7 +211,7 @@ def check(result: CrawlResult) -> list[tuple[bool, str]]:
 
 def closest_pairs(fps: dict[str, int | None]) -> list[tuple[int, str, str]]:
     """Distances between pages of different groups, closest first."""
-    from scrapy_simhash.fingerprint import hamming
+    from scrapy_simhash.fingerprinting import hamming
 
     return sorted(
         (hamming(fps[x], fps[y]), x, y)
@@ -222,7 +222,7 @@ def closest_pairs(fps: dict[str, int | None]) -> list[tuple[int, str, str]]:
 
 def site_fingerprints(seed: int | None = 0) -> tuple[DemoSite, dict[str, int | None]]:
     """One view of every distinct page of the demo site, fingerprinted as the crawl does."""
-    from scrapy_simhash.fingerprint import fingerprint
+    from scrapy_simhash.fingerprinting import fingerprint
 
     site = DemoSite(seed=seed)
     return site, {path: fingerprint(site.handle(path)[2]) for path in site.all_pages()}
@@ -323,7 +323,7 @@ def compare(result: CrawlResult, outdir: Path, seed: int | None, extra: Sequence
 
 def distance_report(seed: int | None = 0, k: int = 3, out=sys.stdout) -> None:
     """Fingerprint every page of the site once; show distances within and across groups."""
-    from scrapy_simhash.fingerprint import fingerprint, hamming
+    from scrapy_simhash.fingerprinting import fingerprint, hamming
 
     site, fps = site_fingerprints(seed)
     none = [path for path, fp in fps.items() if fp is None]

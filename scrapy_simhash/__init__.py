@@ -1,7 +1,7 @@
 """Near-duplicate page detection for Scrapy with simhash fingerprints.
 
 The fingerprint functions are imported eagerly: the function ``fingerprint``
-shares its name with the module ``scrapy_simhash.fingerprint``, and binding the
+was once also a module name, and binding the
 function here first keeps a later import of the module from shadowing it.
 Everything else is imported lazily, so the pure algorithms never import Scrapy.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from scrapy_simhash.fingerprint import (
+from scrapy_simhash.fingerprinting.hashing import (
     FINGERPRINT_VERSION,
     FingerprintResult,
     features,
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     # index (pure, no Scrapy)
-    "TableLayout": "scrapy_simhash.layout",
+    "TableLayout": "scrapy_simhash.index",
     "SimhashIndex": "scrapy_simhash.index",
     # Scrapy layer
     "SimhashMiddleware": "scrapy_simhash.middleware",

@@ -28,9 +28,8 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_from_coro
 
 from scrapy_simhash import signals as simhash_signals
-from scrapy_simhash.backend import BackendError, Duplicate, load_backend
-from scrapy_simhash.extract import plain_elements
-from scrapy_simhash.fingerprint import fingerprint
+from scrapy_simhash.backends import Backend, BackendError, Duplicate, load_backend
+from scrapy_simhash.fingerprinting import fingerprint, plain_elements
 from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ def _close_spider(crawler: Crawler, reason: str) -> None:
 class SimhashMiddleware:
     """Fingerprint each HTML response and drop, flag or log near-duplicates."""
 
-    def __init__(self, crawler: Crawler, config: SimhashSettings, backend: Any) -> None:
+    def __init__(self, crawler: Crawler, config: SimhashSettings, backend: Backend) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -104,7 +103,7 @@ class SimhashMiddleware:
         config = SimhashSettings.from_settings(crawler.settings)
         if not config.enabled:
             raise NotConfigured
-        backend = load_backend(config).from_config(config)
+        backend = load_backend(config.backend).from_config(config)
         mw = cls(crawler, config, backend)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)

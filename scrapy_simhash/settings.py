@@ -14,14 +14,17 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scrapy_simhash.fingerprint import DEFAULT_MIN_FEATURES
+from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
+from scrapy_simhash.backends.state import STATE_FILE
+
+from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+from scrapy_simhash.index import TableLayout
 
 ACTIONS = ("drop", "drop_outlinks", "log")
 ON_ERROR = ("keep", "stop")
 MAX_DISTANCE_LIMIT = 10  # beyond this the permuted tables stop paying off
 DEFAULT_EXPECTED_PAGES = 1_000_000
 DEFAULT_REDIS_KEY = "%(spider)s:simhash"
-PERSIST_FILENAME = "simhash.seen"
 
 
 def _invalid(name: str, value: Any, expected: str) -> ValueError:
@@ -42,7 +45,7 @@ class SimhashSettings:
     log_file: str | None = None
     persist_path: str | None = None
     reset: bool = False
-    backend: Any = "memory"
+    backend: str | type[Backend] = "memory"
     redis_url: str = "redis://localhost:6379"
     redis_params: dict = field(default_factory=dict, hash=False)
     redis_key: str = DEFAULT_REDIS_KEY
@@ -57,7 +60,7 @@ class SimhashSettings:
         jobdir = settings.get("JOBDIR") or None
         persist = settings.get("SIMHASH_PERSIST_PATH") or None
         if persist is None and jobdir:
-            persist = os.path.join(jobdir, PERSIST_FILENAME)
+            persist = os.path.join(jobdir, STATE_FILE)
         return cls(
             enabled=_get_bool(settings, "SIMHASH_ENABLED", True),
             max_distance=k,
@@ -141,8 +144,6 @@ def _get_dict(settings: BaseSettings, name: str) -> dict:
 
 def _get_layout(settings: BaseSettings, k: int, expected: int) -> str:
     value = settings.get("SIMHASH_LAYOUT", "auto")
-    from scrapy_simhash.layout import TableLayout
-
     if isinstance(value, (list, tuple)):
         spec = ",".join(str(width) for width in value)
     elif isinstance(value, str):
@@ -151,37 +152,36 @@ def _get_layout(settings: BaseSettings, k: int, expected: int) -> str:
         raise _invalid(
             "SIMHASH_LAYOUT", value, 'expected "auto" or block widths such as "16,16,16,16"'
         )
-    if spec.lower() == "auto":
-        try:
-            TableLayout.plan(k, expected)
-        except ValueError as exc:
-            raise _invalid("SIMHASH_MAX_DISTANCE", k, f"no table layout: {exc}") from None
-        return "auto"
     try:
-        TableLayout.parse(spec, k)
+        TableLayout.resolve(spec, k, expected)
     except ValueError as exc:
+        if TableLayout.is_auto(spec):
+            raise _invalid("SIMHASH_MAX_DISTANCE", k, f"no table layout: {exc}") from None
         raise _invalid("SIMHASH_LAYOUT", value, str(exc)) from None
+    if TableLayout.is_auto(spec):
+        return "auto"
     return spec
 
 
-def _get_backend(settings: BaseSettings) -> Any:
+def _get_backend(settings: BaseSettings) -> str | type[Backend]:
+    """A short name (``memory``, ``redis``), an import path, or a class; checked
+    here by loading it, so a typo fails at start-up."""
     value = settings.get("SIMHASH_BACKEND", "memory")
+    expected = "expected " + ", ".join(BUILTIN_BACKENDS) + " or an import path"
     if isinstance(value, str):
         name = value.strip()
-        if name.lower() in ("memory", "redis"):
+        if name.lower() in BUILTIN_BACKENDS:
             return name.lower()
         if "." not in name:
-            raise _invalid("SIMHASH_BACKEND", value, "expected memory, redis or an import path")
-        from scrapy.utils.misc import load_object
-
+            raise _invalid("SIMHASH_BACKEND", value, expected)
         try:
-            load_object(name)
-        except (ImportError, NameError, ValueError) as exc:
+            load_backend(name)
+        except (ImportError, AttributeError, ValueError) as exc:
             raise _invalid("SIMHASH_BACKEND", value, f"cannot import it: {exc}") from None
         return name
     if callable(getattr(value, "from_config", None)):
         return value
-    raise _invalid("SIMHASH_BACKEND", value, "expected memory, redis or an import path")
+    raise _invalid("SIMHASH_BACKEND", value, expected)
 
 
 def _get_redis_url(settings: BaseSettings) -> str:

@@ -30,7 +30,7 @@ def run(*args, input=None, cwd=None, script=None, check=None):
     """Run the console script; return the CompletedProcess (text mode)."""
     cmd = [str(SCRIPT)] if script is None else script
     if cmd == [str(SCRIPT)] and not SCRIPT.exists():
-        cmd = [sys.executable, "-m", "scrapy_simhash.cli"]
+        cmd = [sys.executable, "-m", "scrapy_simhash"]
     proc = subprocess.run(
         [*cmd, *map(str, args)], input=input, capture_output=True, text=True,
         cwd=cwd, timeout=120,
@@ -221,7 +221,7 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from scrapy_simhash.fingerprint import fingerprint
+    from scrapy_simhash.fingerprinting import fingerprint
 
     site = tmp_path / "site" / "sub"
     site.mkdir(parents=True)
@@ -277,7 +277,7 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
 
 
 def test_plan_lists_options_and_the_choice():
-    from scrapy_simhash.layout import TableLayout
+    from scrapy_simhash.index import TableLayout
 
     proc = run("plan", "--distance", 3, "--pages", "10M", check=0)
     chosen = TableLayout.plan(3, 10**7)
@@ -321,9 +321,9 @@ def test_scrapy_simhash_command(tmp_path):
 
 
 def make_state(path, fps, urls):
-    from scrapy_simhash.backend import STATE_FORMAT
-    from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
-    from scrapy_simhash.store import RecordLog
+    from scrapy_simhash.backends.state import STATE_FORMAT
+    from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+    from scrapy_simhash.index import RecordLog
 
     log = RecordLog.open(str(path), {"format": STATE_FORMAT,
                                      "fingerprint_version": FINGERPRINT_VERSION})

@@ -11,7 +11,8 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_simhash import signals as simhash_signals
-from scrapy_simhash.backend import BackendError, MemoryBackend
+from scrapy_simhash.backends import BackendError
+from scrapy_simhash.backends.memory import MemoryBackend
 from scrapy_simhash.middleware import NearDuplicate
 from tests.fixtures_http import article_html, crawl
 

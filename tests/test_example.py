@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash.fingerprint import fingerprint, hamming
+from scrapy_simhash.fingerprinting import fingerprint, hamming
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 sys.path.insert(0, str(EXAMPLE))

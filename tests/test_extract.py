@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from lxml import etree
 from parsel import Selector
 
-from bench.corpus import ABSENT_REASON, corpus_dir
-from scrapy_simhash.extract import (
+from evaluation.corpus import ABSENT_REASON, corpus_dir
+from scrapy_simhash.fingerprinting.extract import (
     MAX_TEXT_CHARS,
     MainText,
     _spaced_length,

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.extract import MainText
+from scrapy_simhash.fingerprinting.extract import MainText
 
-# The module; ``scrapy_simhash.features`` is also the name of a re-exported function.
-F = importlib.import_module("scrapy_simhash.features")
+# The module; ``scrapy_simhash.fingerprinting.features`` is also the name of a re-exported function.
+F = importlib.import_module("scrapy_simhash.fingerprinting.features")
 
 
 def test_tokenize_unicode():

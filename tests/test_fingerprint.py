@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from parsel import Selector
 
 import scrapy_simhash
-from bench.corpus import ABSENT_REASON, corpus_dir, web_pages
+from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
 
-# The module; ``scrapy_simhash.fingerprint`` is also the name of a re-exported function.
-FP = importlib.import_module("scrapy_simhash.fingerprint")
+# The module; ``scrapy_simhash.fingerprinting.hashing`` is also the name of a re-exported function.
+FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
 ROOT = Path(__file__).resolve().parent.parent
 
 ARTICLE = """
@@ -123,7 +123,7 @@ def test_deterministic_across_processes():
         f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from scrapy_simhash.fingerprint import fingerprint
+        from scrapy_simhash.fingerprinting import fingerprint
         print(fingerprint({CLEAN!r}), fingerprint({CJK!r}))
         """
     )
@@ -177,7 +177,7 @@ def test_cjk_and_thai():
 def test_features_explain():
     feats = FP.features(CLEAN)
     assert feats["the trains"] == 1.0
-    assert feats["title:night"] == importlib.import_module("scrapy_simhash.features").TITLE_WEIGHT
+    assert feats["title:night"] == importlib.import_module("scrapy_simhash.fingerprinting.features").TITLE_WEIGHT
     assert not any("tracked" in f for f in FP.features(NOISY))
 
 

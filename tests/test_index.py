@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import BatchMatches, Match, SimhashIndex
-from scrapy_simhash.layout import TableLayout
-from scrapy_simhash.store import CorruptStateError, RecordLog
+from scrapy_simhash.index import TableLayout
+from scrapy_simhash.index import CorruptStateError, RecordLog
 
 # SIMHASH_TEST_EXAMPLES=500 for a deeper search than the suite's budget allows
 HYPOTHESIS = settings(max_examples=int(os.environ.get("SIMHASH_TEST_EXAMPLES", 40)), deadline=None,

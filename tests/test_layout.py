@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.layout import F, TableLayout
+from scrapy_simhash.index.layout import F, TableLayout
 
 LAYOUTS = [
     (0, "64"),

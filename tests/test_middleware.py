@@ -16,8 +16,9 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import NearDuplicate, SimhashMiddleware
-from scrapy_simhash.backend import BackendError, MemoryBackend
-from scrapy_simhash.fingerprint import fingerprint, hamming
+from scrapy_simhash.backends import BackendError
+from scrapy_simhash.backends.memory import MemoryBackend
+from scrapy_simhash.fingerprinting import fingerprint, hamming
 from tests.fixtures_http import article_html
 
 pytestmark = pytest.mark.scrapy

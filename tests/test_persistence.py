@@ -8,9 +8,10 @@ import os
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from scrapy_simhash.backend import BackendError, Duplicate, MemoryBackend
-from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
-from scrapy_simhash.store import RecordLog
+from scrapy_simhash.backends import BackendError, Duplicate
+from scrapy_simhash.backends.memory import MemoryBackend
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.index import RecordLog
 from tests.fixtures_http import article_html, crawl
 from tests.test_crawl import MW, SiteSpider
 
@@ -52,7 +53,7 @@ async def test_jobdir_resume_drops_a_page_seen_in_the_first_run(site, tmp_path, 
     assert any(
         r.getMessage().startswith(f"Loaded 2 fingerprints from {state}")
         for r in caplog.records
-        if r.name == "scrapy_simhash.backend"
+        if r.name == "scrapy_simhash.backends.memory"
     )
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from bench import perturb as P
+from evaluation import perturb as P
 
 ARTICLE = (
     "The river has been the heart of the town for centuries. It was used by the mills that "

@@ -10,11 +10,11 @@ import time
 import numpy as np
 import pytest
 
-from scrapy_simhash.backend import BackendError, Duplicate
-from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
+from scrapy_simhash.backends import BackendError, Duplicate
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.index import Match
-from scrapy_simhash.layout import TableLayout
-from scrapy_simhash.redis_index import (
+from scrapy_simhash.index import TableLayout
+from scrapy_simhash.backends.redis import (
     FAILURE_HOLDOFF,
     RedisBackend,
     RedisSimhashIndex,
@@ -311,7 +311,7 @@ def test_redis_stopped_and_restarted(redis_server_factory, caplog):
     assert time.monotonic() - started < 0.5
     server.start()  # empty again: no persistence
     backend._failed_at -= FAILURE_HOLDOFF
-    with caplog.at_level("WARNING", logger="scrapy_simhash.redis_index"):
+    with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
         assert backend.query_and_add(0xABD, "https://b/") is None
     assert "vanished" in caplog.text and "answers again" in caplog.text
     assert backend.query_and_add(0xABC, "https://c/") == Duplicate("https://b/", 0xABD, 1)
@@ -380,7 +380,7 @@ def test_auto_layout_joins_whatever_the_expected_size(redis_url):
 
 
 def test_index_info_and_clear_for_tools(redis_client):
-    from scrapy_simhash.redis_index import clear_index, index_info
+    from scrapy_simhash.backends.redis import clear_index, index_info
 
     assert index_info(redis_client, "tool:simhash") is None
     layout = TableLayout.parse("16,16,16,16/12,12,12,12", 3)
@@ -406,7 +406,7 @@ def test_redis_info_and_clear_commands(redis_url, redis_client):
 
     def run(*args):
         return subprocess.run(
-            [sys.executable, "-m", "scrapy_simhash.cli", *args, "--url", redis_url],
+            [sys.executable, "-m", "scrapy_simhash", *args, "--url", redis_url],
             capture_output=True, text=True, timeout=60,
         )
 
@@ -422,7 +422,7 @@ def test_redis_info_and_clear_commands(redis_url, redis_client):
     assert redis_client.keys("cli:*") == []
     assert "no simhash index" in run("redis-info", "--key", "cli:simhash").stdout
     down = subprocess.run(
-        [sys.executable, "-m", "scrapy_simhash.cli", "redis-info", "--key", "x",
+        [sys.executable, "-m", "scrapy_simhash", "redis-info", "--key", "x",
          "--url", "redis://127.0.0.1:1"], capture_output=True, text=True, timeout=60,
     )
     assert down.returncode == 1 and "not reachable" in down.stderr

@@ -15,7 +15,7 @@ import pytest
 import scrapy
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from scrapy_simhash.backend import BackendError
+from scrapy_simhash.backends import BackendError
 from tests.fixtures_http import article_html, crawl
 
 pytestmark = [pytest.mark.redis, pytest.mark.scrapy]

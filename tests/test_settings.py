@@ -8,7 +8,7 @@ import os
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_simhash.fingerprint import DEFAULT_MIN_FEATURES
+from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 from scrapy_simhash.settings import SimhashSettings
 
 pytestmark = pytest.mark.scrapy
@@ -89,8 +89,8 @@ def test_redis_url_precedence():
 
 
 def test_import_path_backend():
-    assert load(SIMHASH_BACKEND="scrapy_simhash.backend.MemoryBackend").backend == (
-        "scrapy_simhash.backend.MemoryBackend"
+    assert load(SIMHASH_BACKEND="scrapy_simhash.backends.memory.MemoryBackend").backend == (
+        "scrapy_simhash.backends.memory.MemoryBackend"
     )
 
 

@@ -5,7 +5,7 @@ import zlib
 import numpy as np
 import pytest
 
-from scrapy_simhash.store import MAGIC, CorruptStateError, RecordLog
+from scrapy_simhash.index.store import MAGIC, CorruptStateError, RecordLog
 
 HEADER = {"format": 1, "fingerprint_version": 3}
 RECORDS = [

@@ -1,4 +1,4 @@
-"""The compiled walk (``scrapy_simhash._walk``) against the Python walk it replaces.
+"""The compiled walk (``scrapy_simhash.fingerprinting._walk``) against the Python walk it replaces.
 
 Both must return the same blocks, placeholders, spans and budgets on any tree:
 generated pages (hypothesis), trees built with lxml's API (namespaces, entity
@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from lxml import etree
 from parsel import Selector
 
-from bench.corpus import ABSENT_REASON, corpus_dir, web_pages
-from scrapy_simhash import extract as E
+from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
+from scrapy_simhash.fingerprinting import extract as E
 
 COMPILED = E._walk
 needs_compiled = pytest.mark.skipif(
-    COMPILED is None, reason="scrapy_simhash._walk is not built (pure-Python install)"
+    COMPILED is None, reason="scrapy_simhash.fingerprinting._walk is not built (pure-Python install)"
 )
 
 

@@ -293,7 +293,7 @@ def _write_arrays(out: IO[bytes], rows: Iterable[Sequence[int]]) -> int:
 
 def table_layout(args: argparse.Namespace) -> Any:
     """The layout argument of SimhashIndex from ``--blocks``/``--layout``."""
-    from scrapy_simhash.layout import TableLayout
+    from scrapy_simhash.index import TableLayout
 
     spec = str(args.blocks) if args.blocks is not None else args.layout
     if spec == "auto":
@@ -487,7 +487,7 @@ def _warc_pages(path: Path, problems: Problems) -> Iterator[Page]:
 
 
 def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash.fingerprint import DEFAULT_MIN_FEATURES, fingerprint_details
+    from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES, fingerprint_details
 
     min_features = DEFAULT_MIN_FEATURES if args.min_features is None else args.min_features
     out = sys.stdout
@@ -541,7 +541,7 @@ def _state_path(path: str) -> str:
 
 def load_state(path: str) -> State:
     """Read ``JOBDIR/simhash.seen`` (or the JOBDIR) through ``RecordLog.read``."""
-    from scrapy_simhash.store import CorruptStateError, RecordLog
+    from scrapy_simhash.index import CorruptStateError, RecordLog
 
     path = _state_path(path)
     try:
@@ -619,7 +619,7 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
 
 
 def _looks_like_state(path: str) -> bool:
-    from scrapy_simhash.store import MAGIC as magic
+    from scrapy_simhash.index.store import MAGIC as magic
 
     try:
         with open(path, "rb") as stream:
@@ -629,8 +629,8 @@ def _looks_like_state(path: str) -> bool:
 
 
 def cmd_plan(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash import layout as layout_module
-    from scrapy_simhash.layout import TableLayout
+    from scrapy_simhash.index import layout as layout_module
+    from scrapy_simhash.index import TableLayout
 
     n, k = args.pages, args.distance
     try:
@@ -653,7 +653,7 @@ def cmd_plan(args: argparse.Namespace, problems: Problems, progress: Progress) -
 
 
 def _redis_client(args: argparse.Namespace) -> Any:
-    from scrapy_simhash.redis_index import import_redis
+    from scrapy_simhash.backends.redis import import_redis
 
     try:
         redis = import_redis()
@@ -668,7 +668,7 @@ def _redis_client(args: argparse.Namespace) -> Any:
 
 
 def cmd_redis_info(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash.redis_index import index_info
+    from scrapy_simhash.backends.redis import index_info
 
     info = index_info(_redis_client(args), args.key)
     if info is None:
@@ -679,7 +679,7 @@ def cmd_redis_info(args: argparse.Namespace, problems: Problems, progress: Progr
 
 
 def cmd_redis_clear(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash.redis_index import clear_index, index_info
+    from scrapy_simhash.backends.redis import clear_index, index_info
 
     client = _redis_client(args)
     info = index_info(client, args.key)

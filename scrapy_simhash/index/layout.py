@@ -212,6 +212,28 @@ class TableLayout:
         n = max(int(expected_size), 1)
         return min(options, key=lambda lay: (lay.cost(n), len(lay.tables)))
 
+    @classmethod
+    def resolve(cls, layout: TableLayout | str | None, k: int,
+                expected_size: int) -> TableLayout:
+        """The one place a layout setting becomes a layout: ``"auto"`` (or None)
+        plans for ``expected_size``, a spec string is parsed, a layout is
+        checked against ``k``. Raises ``ValueError`` naming what is wrong."""
+        if isinstance(layout, TableLayout):
+            if layout.k != k:
+                raise ValueError(f"layout {layout.spec!r} was made for k={layout.k}, not k={k}")
+            return layout
+        if cls.is_auto(layout):
+            return cls.plan(k, expected_size)
+        if isinstance(layout, str):
+            return cls.parse(layout, k)
+        raise ValueError(
+            f"layout must be 'auto', a spec string or a TableLayout, got {layout!r}")
+
+    @staticmethod
+    def is_auto(layout: object) -> bool:
+        """Whether a layout setting asks the planner (``"auto"`` or None)."""
+        return layout is None or (isinstance(layout, str) and layout.strip().lower() == "auto")
+
     # -- figures ----------------------------------------------------------------
 
     @property

@@ -1,6 +1,6 @@
 """A simhash index shared through Redis, for crawls spread over several processes.
 
-The index keeps the in-process permuted-table layout (:mod:`scrapy_simhash.layout`):
+The index keeps the in-process permuted-table layout (:mod:`scrapy_simhash.index.layout`):
 every fingerprint is stored once per table, in a bucket named by the leading
 bits of its permuted form, so a fingerprint within k bits of a query shares the
 query's bucket in at least one table. Redis holds, under the prefix
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scrapy_simhash.backend import BackendError, Duplicate
-from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
-from scrapy_simhash.index import ADD_MODES, Match
+from scrapy_simhash.backends import BackendError, Duplicate
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.index import ADD_MODES, Match, TableLayout
 
 if TYPE_CHECKING:
     from scrapy_simhash.settings import SimhashSettings
@@ -83,21 +83,6 @@ class IndexMissingError(RuntimeError):
     """The index's metadata is gone from Redis (restart without persistence, deletion)."""
 
 
-def _is_auto(layout: Any) -> bool:
-    return layout is None or (isinstance(layout, str) and layout.strip().lower() == "auto")
-
-
-def resolve_layout(layout: Any, k: int, expected_size: int) -> Any:
-    """A :class:`TableLayout` from a layout object, a spec string or ``"auto"``."""
-    from scrapy_simhash.layout import TableLayout
-
-    if isinstance(layout, TableLayout):
-        return layout
-    if _is_auto(layout):
-        return TableLayout.plan(k, expected_size)
-    return TableLayout.parse(layout, k)
-
-
 def index_info(client: Any, prefix: str) -> dict[str, Any] | None:
     """The stored metadata of the index under ``prefix`` (None when there is none):
     k, layout, fingerprint_version, format, bucket_bits, size, signature."""
@@ -117,8 +102,6 @@ def index_info(client: Any, prefix: str) -> dict[str, Any] | None:
 def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] = ()) -> int:
     """Delete the index under ``prefix`` (tables per its stored layout, URLs,
     metadata, and ``extra`` keys); return the number of keys deleted."""
-    from scrapy_simhash.layout import TableLayout
-
     keys = {f"{prefix}:meta", f"{prefix}:urls", *extra}
     info = index_info(client, prefix) or {}
     try:
@@ -445,7 +428,7 @@ class RedisBackend:
         """Join (or create) the index of this spider; return its size."""
         prefix = self.key_template % {"spider": spider_name}
         try:
-            layout = self._joined_layout(prefix) or resolve_layout(
+            layout = self._joined_layout(prefix) or TableLayout.resolve(
                 self.layout, self.k, self.expected_size
             )
             index = RedisSimhashIndex(
@@ -480,10 +463,8 @@ class RedisBackend:
     def _joined_layout(self, prefix: str) -> Any:
         """With ``SIMHASH_LAYOUT = "auto"``, the layout of an existing index of the
         same k, whatever ``SIMHASH_EXPECTED_PAGES`` this process would plan for."""
-        if not _is_auto(self.layout) or self.reset:
+        if not TableLayout.is_auto(self.layout) or self.reset:
             return None
-        from scrapy_simhash.layout import TableLayout
-
         stored = self.client.hget(f"{prefix}:meta", "layout")
         try:
             layout = TableLayout.from_dict(json.loads(stored)) if stored else None

@@ -19,7 +19,7 @@ from importlib import resources
 
 from lxml import etree
 
-from scrapy_simhash.extract import MainText, extract
+from scrapy_simhash.fingerprinting.extract import MainText, extract
 
 #: Non-antecedent tokens chained after an antecedent.
 CHAIN = 1

@@ -1,12 +1,8 @@
-"""Index backends: where the crawler's fingerprints (and their URLs) live.
+"""The in-process backend: a :class:`~scrapy_simhash.index.SimhashIndex` plus URLs.
 
-A backend answers one question per page, atomically: "is a stored page within
-k bits of this fingerprint? If not, remember this one". :class:`MemoryBackend`
-keeps a :class:`~scrapy_simhash.index.SimhashIndex` in the process and, with a
-persist path (``JOBDIR/simhash.seen`` by default), appends every added page to a
-record log so that a paused or crashed crawl resumes with its index.
-``redis`` selects :class:`scrapy_simhash.redis_index.RedisBackend`, shared by
-several processes.
+With a persist path (``JOBDIR/simhash.seen`` by default) every added page is
+appended to the state file (:mod:`scrapy_simhash.backends.state`), so a paused
+or crashed crawl resumes with its index.
 """
 
 from __future__ import annotations
@@ -14,32 +10,19 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scrapy_simhash.fingerprint import FINGERPRINT_VERSION
-from scrapy_simhash.index import SimhashIndex
+from scrapy_simhash.backends import BackendError, Duplicate
+from scrapy_simhash.backends.state import StateError, check_state, state_header
+from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex, TableLayout
 
 if TYPE_CHECKING:
+    from scrapy_simhash.index import LogContents
     from scrapy_simhash.settings import SimhashSettings
-    from scrapy_simhash.store import LogContents
 
 logger = logging.getLogger(__name__)
-
-STATE_FORMAT = "scrapy-simhash-seen"
-
-
-class Duplicate(NamedTuple):
-    """The nearest stored page within k bits of a probed fingerprint."""
-
-    url: str
-    fingerprint: int
-    distance: int
-
-
-class BackendError(Exception):
-    """The index could not be read or written (I/O, network, bad state)."""
 
 
 class MemoryBackend:
@@ -79,12 +62,7 @@ class MemoryBackend:
         )
 
     def _new_index(self) -> SimhashIndex:
-        layout = self.layout
-        if isinstance(layout, str) and layout != "auto":
-            from scrapy_simhash.layout import TableLayout
-
-            layout = TableLayout.parse(layout, self.k)
-        return SimhashIndex(k=self.k, layout=layout, expected_size=self.expected_size)
+        return SimhashIndex(k=self.k, layout=self.layout, expected_size=self.expected_size)
 
     def __len__(self) -> int:
         return self._count
@@ -93,10 +71,8 @@ class MemoryBackend:
         """Load the persisted state (unless reset) and start appending to it."""
         if self.persist_path is None:
             return self._count
-        from scrapy_simhash.store import CorruptStateError, RecordLog
-
         path = self.persist_path
-        header = {"format": STATE_FORMAT, "fingerprint_version": FINGERPRINT_VERSION}
+        header = state_header()
         try:
             directory = os.path.dirname(path)
             if directory:
@@ -120,22 +96,13 @@ class MemoryBackend:
 
     def _load(self, path: str, contents: LogContents) -> None:
         start = time.perf_counter()
-        header, fingerprints, _keys, payloads, _truncated = contents
-        version = header.get("fingerprint_version") if isinstance(header, dict) else None
-        if not isinstance(header, dict) or header.get("format") != STATE_FORMAT:
-            raise BackendError(
-                f"{path} is not a scrapy-simhash state file (header {header!r}); "
-                "delete it or set SIMHASH_RESET=True"
-            )
-        if version != FINGERPRINT_VERSION:
-            raise BackendError(
-                f"{path} holds fingerprints of version {version}, this scrapy-simhash "
-                f"computes version {FINGERPRINT_VERSION}: they cannot be compared; "
-                "delete the file or set SIMHASH_RESET=True to start empty"
-            )
+        try:
+            state = check_state(path, contents)
+        except StateError as exc:
+            raise BackendError(str(exc)) from exc
         # A truncated last record (a crash mid-write) was cut off by
         # RecordLog.open, which logged it.
-        fingerprints = np.asarray(fingerprints, dtype=np.uint64)
+        fingerprints, payloads = state.fingerprints, state.payloads
         count = len(fingerprints)
         self._index = self._new_index()
         self._index.add_many(fingerprints, np.arange(count, dtype=np.uint64))
@@ -195,18 +162,3 @@ class MemoryBackend:
                     f"Cannot close the simhash state file {self.persist_path}: {exc}"
                 ) from exc
 
-
-def load_backend(config: SimhashSettings) -> type:
-    """Map ``SIMHASH_BACKEND`` to a backend class."""
-    name = config.backend
-    if name == "memory":
-        return MemoryBackend
-    if name == "redis":
-        from scrapy_simhash.redis_index import RedisBackend
-
-        return RedisBackend
-    if isinstance(name, str):
-        from scrapy.utils.misc import load_object
-
-        return load_object(name)
-    return name

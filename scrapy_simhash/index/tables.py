@@ -1,7 +1,7 @@
 """Permuted-tables index of 64-bit fingerprints for k-bit Hamming queries.
 
 Manku, Jain & Das Sarma (WWW 2007), §3: one sorted table of permuted
-fingerprints per permutation of :class:`~scrapy_simhash.layout.TableLayout`;
+fingerprints per permutation of :class:`~scrapy_simhash.index.layout.TableLayout`;
 a neighbour within k bits shares the leading p bits with the query in at least
 one table, so a probe only compares the entries of one prefix bucket a table.
 
@@ -23,7 +23,7 @@ Storage, all ``uint64`` and vectorised:
 * :meth:`remove` marks rows dead; merges drop them.
 
 Persistence (:meth:`save`, :meth:`load`, :meth:`open`): a snapshot file, then
-a :class:`~scrapy_simhash.store.RecordLog` at ``path + ".log"`` of the adds
+a :class:`~scrapy_simhash.index.store.RecordLog` at ``path + ".log"`` of the adds
 (empty payload) and removes (payload ``b"-"``) since that snapshot. Snapshot
 format, version 1, little-endian::
 
@@ -53,8 +53,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scrapy_simhash.layout import F, TableLayout
-from scrapy_simhash.store import CorruptStateError, LogContents, RecordLog
+from scrapy_simhash.index.layout import F, TableLayout
+from scrapy_simhash.index.store import CorruptStateError, LogContents, RecordLog
 
 logger = logging.getLogger(__name__)
 
@@ -223,16 +223,7 @@ class SimhashIndex:
     def __init__(self, k: int = 3, layout: Any = "auto", expected_size: int = 1 << 20,
                  compress: bool = False, *, fingerprint_version: int | None = None,
                  buffer_size: int = BUFFER_SIZE):
-        if isinstance(layout, TableLayout):
-            if layout.k != k:
-                raise ValueError(f"layout {layout.spec!r} was made for k={layout.k}, not k={k}")
-        elif layout is None or layout == "auto":
-            layout = TableLayout.plan(k, expected_size)
-        elif isinstance(layout, str):
-            layout = TableLayout.parse(layout, k)
-        else:
-            raise ValueError(
-                f"layout must be 'auto', a spec string or a TableLayout, got {layout!r}")
+        layout = TableLayout.resolve(layout, k, expected_size)
         self.k = int(k)
         self.layout: TableLayout = layout
         self.compress = bool(compress)

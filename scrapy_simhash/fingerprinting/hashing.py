@@ -1,7 +1,7 @@
 """64-bit simhash fingerprints of HTML pages (Charikar 2002; Manku et al. 2007).
 
-A page's main text (:mod:`scrapy_simhash.extract`) becomes weighted spot
-signatures (:mod:`scrapy_simhash.features`); each feature is hashed with
+A page's main text (:mod:`scrapy_simhash.fingerprinting.extract`) becomes weighted spot
+signatures (:mod:`scrapy_simhash.fingerprinting.features`); each feature is hashed with
 xxh3_64 and the weighted bit votes are summed with numpy. Near-duplicate pages
 get fingerprints a few bits apart. Everything here is deterministic across
 processes and platforms (no use of Python's ``hash()``).
@@ -17,7 +17,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.features import _page_features, page_features
+from scrapy_simhash.fingerprinting.features import _page_features, page_features
 
 logger = logging.getLogger(__name__)
 

@@ -60,12 +60,12 @@ from lxml.html import HTMLParser as _LxmlHtmlParser
 from lxml.html import HtmlElementClassLookup
 
 try:  # the compiled walk, when the package was built with it
-    from scrapy_simhash import _walk
+    from scrapy_simhash.fingerprinting import _walk
 except ModuleNotFoundError:  # pragma: no cover - a pure-Python install
     _walk = None
 except (ImportError, ValueError) as exc:  # pragma: no cover - built for another lxml
     logging.getLogger(__name__).warning(
-        "The compiled walk (scrapy_simhash._walk) cannot be used with this lxml "
+        "The compiled walk (scrapy_simhash.fingerprinting._walk) cannot be used with this lxml "
         "(%s); extracting in Python, with the same results, more slowly", exc
     )
     _walk = None
@@ -372,7 +372,7 @@ class _Walker:
     A walk returns items in document order: blocks ``(text, kind, link_chars)``
     (kind 0 for body text, 1-6 for a heading level), flushed at block-level
     elements, and :class:`_Dropped` placeholders for soft-dropped subtrees.
-    It is done by the compiled :mod:`scrapy_simhash._walk` when that is built
+    It is done by the compiled :mod:`scrapy_simhash.fingerprinting._walk` when that is built
     (the same items, faster: the ``Python walk`` rows of ``make
     bench-fingerprint``), else in Python.
     """

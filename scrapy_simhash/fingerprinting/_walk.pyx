@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The walk of :class:`scrapy_simhash.extract._Walker`, compiled.
+"""The walk of :class:`scrapy_simhash.fingerprinting.extract._Walker`, compiled.
 
 It returns exactly what ``_Walker._run`` returns (``tests/test_walk.py`` checks
 both on the corpus and on generated trees), but reads libxml2's nodes through
@@ -7,7 +7,7 @@ lxml's C API instead of making an lxml element object for every element and
 calling it for its tag, attributes, text and tail: that was most of a
 fingerprint's time. Element objects are made only for what Python needs:
 soft-dropped subtrees and elements nested beyond ``max_depth``. The rules stay
-in Python (:func:`scrapy_simhash.extract._tag_code` and friends), so there is
+in Python (:func:`scrapy_simhash.fingerprinting.extract._tag_code` and friends), so there is
 one definition of them.
 """
 
@@ -366,7 +366,7 @@ def walk(
     flat_text,
 ):
     """``(items, spans, chars, elements)`` of the subtree of ``start``: see
-    ``scrapy_simhash.extract._Walker.run``."""
+    ``scrapy_simhash.fingerprinting.extract._Walker.run``."""
     cdef _State state = _State.__new__(_State)
     state.doc = start._doc
     state.chars, state.elements = chars, elements

@@ -1,0 +1,83 @@
+"""Where the crawler's fingerprints live: the backend contract and its implementations.
+
+A backend answers one question per page, atomically: "is a stored page within
+k bits of this fingerprint? If not, remember this one". :class:`Backend` is
+that contract; ``SIMHASH_BACKEND`` names an implementation: ``memory``
+(:class:`~scrapy_simhash.backends.memory.MemoryBackend`, in the process, with
+a JOBDIR record log), ``redis``
+(:class:`~scrapy_simhash.backends.redis.RedisBackend`, shared by several
+processes), or the import path of a class of your own, as Scrapy's
+``DUPEFILTER_CLASS`` is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from scrapy_simhash.settings import SimhashSettings
+
+__all__ = ["BUILTIN_BACKENDS", "Backend", "BackendError", "Duplicate", "load_backend"]
+
+#: ``SIMHASH_BACKEND`` short names and the classes they stand for.
+BUILTIN_BACKENDS = {
+    "memory": "scrapy_simhash.backends.memory.MemoryBackend",
+    "redis": "scrapy_simhash.backends.redis.RedisBackend",
+}
+
+
+class Duplicate(NamedTuple):
+    """The nearest stored page within k bits of a probed fingerprint."""
+
+    url: str
+    fingerprint: int
+    distance: int
+
+
+class BackendError(Exception):
+    """The index could not be read or written (I/O, network, bad state)."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the middleware needs of an index backend.
+
+    Failures raise :class:`BackendError`; the middleware applies
+    ``SIMHASH_REDIS_ON_ERROR`` to them.
+    """
+
+    @classmethod
+    def from_config(cls, config: SimhashSettings) -> Backend:
+        """A backend configured from the validated settings (not opened yet)."""
+        ...
+
+    def open(self, spider_name: str) -> int:
+        """Load or join the index of this spider; return its size."""
+        ...
+
+    def query_and_add(
+        self, fingerprint: int, url: str, *, add: str = "if_new"
+    ) -> Duplicate | None:
+        """The nearest stored page within k bits, or None; store this one per
+        ``add`` (``if_new``, ``always``, ``never``). One atomic call per page."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the index (persisted state stays)."""
+        ...
+
+    def __len__(self) -> int:
+        """Pages stored."""
+        ...
+
+
+def load_backend(name: Any) -> type[Backend]:
+    """The backend class for a ``SIMHASH_BACKEND`` value: a short name, an
+    import path, or a class."""
+    if not isinstance(name, str):
+        return name
+    from importlib import import_module
+
+    path = BUILTIN_BACKENDS.get(name.strip().lower(), name.strip())
+    module, _, attribute = path.rpartition(".")
+    return getattr(import_module(module), attribute)

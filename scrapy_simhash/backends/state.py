@@ -1,0 +1,87 @@
+"""The crawler's persisted state: ``JOBDIR/simhash.seen``, read in one place.
+
+The file is a :class:`~scrapy_simhash.index.RecordLog` of ``(fingerprint,
+row, URL)`` records whose JSON header names its format and the fingerprint
+version. The memory backend appends to it during a crawl; it and the command
+line read it through :func:`read_state`, which refuses a file of another format
+or fingerprint version, so fingerprints of different versions are never compared.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.index import LogContents, RecordLog
+
+#: The state file's name inside JOBDIR.
+STATE_FILE = "simhash.seen"
+#: The ``format`` field of the state file's header.
+STATE_FORMAT = "scrapy-simhash-seen"
+
+
+class StateError(ValueError):
+    """A state file of another format or fingerprint version; ``path`` names it."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class State(NamedTuple):
+    """A crawl's persisted pages: fingerprints (``uint64``) and their URLs (UTF-8)."""
+
+    path: str
+    fingerprints: np.ndarray
+    payloads: list[bytes]
+    truncated: bool
+
+    @property
+    def urls(self) -> list[str]:
+        return [bytes(p).decode("utf-8", "replace") for p in self.payloads]
+
+
+def state_header() -> dict:
+    """The header a new state file is written with."""
+    return {"format": STATE_FORMAT, "fingerprint_version": FINGERPRINT_VERSION}
+
+
+def state_path(path: str | os.PathLike) -> str:
+    """``path`` itself, or the state file inside it when it is a JOBDIR."""
+    path = os.fspath(path)
+    return os.path.join(path, STATE_FILE) if os.path.isdir(path) else path
+
+
+def check_state(path: str, contents: LogContents) -> State:
+    """The pages of parsed state ``contents``; :class:`StateError` when its
+    header names another format or fingerprint version."""
+    header = contents.header
+    if not isinstance(header, dict) or header.get("format") != STATE_FORMAT:
+        raise StateError(
+            path,
+            f"{path} is not a scrapy-simhash state file (header {header!r}); "
+            "delete it or set SIMHASH_RESET=True",
+        )
+    version = header.get("fingerprint_version")
+    if version != FINGERPRINT_VERSION:
+        raise StateError(
+            path,
+            f"{path} holds fingerprints of version {version}, this scrapy-simhash "
+            f"computes version {FINGERPRINT_VERSION}: they cannot be compared; "
+            "delete the file or set SIMHASH_RESET=True to start empty",
+        )
+    fingerprints = np.asarray(contents.fingerprints, dtype=np.uint64)
+    return State(path, fingerprints, contents.payloads, contents.truncated)
+
+
+def read_state(path: str | os.PathLike) -> State:
+    """Read a state file (or the one in a JOBDIR), format and version checked.
+
+    Raises :class:`~scrapy_simhash.index.CorruptStateError` for a damaged file,
+    :class:`StateError` for another format or version, ``OSError`` for I/O.
+    """
+    path = state_path(path)
+    return check_state(path, RecordLog.read(path))
