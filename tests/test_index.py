@@ -294,8 +294,8 @@ def fill(index, n=3000, seed=0):
 def same_contents(a, b):
     assert len(a) == len(b)
     assert a.pairs().tolist() == b.pairs().tolist()
-    fa, ka = a._arrays()
-    fb, kb = b._arrays()
+    fa, ka = a.entries()
+    fb, kb = b.entries()
     assert sorted(zip(fa.tolist(), ka.tolist())) == sorted(zip(fb.tolist(), kb.tolist()))
 
 
@@ -311,7 +311,7 @@ def test_save_load_round_trip(tmp_path, compress):
     assert (loaded.k, loaded.layout, loaded.compress) == (4, index.layout, compress)
     assert loaded.fingerprint_version == 3
     same_contents(index, loaded)
-    assert loaded.query(int(index._arrays()[0][0])) == index.query(int(index._arrays()[0][0]))
+    assert loaded.query(int(index.entries()[0][0])) == index.query(int(index.entries()[0][0]))
 
 
 def test_open_log_replay_and_truncated_tail(tmp_path, caplog):

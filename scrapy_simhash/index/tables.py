@@ -22,47 +22,28 @@ Storage, all ``uint64`` and vectorised:
   re-sorted O(log n) times.
 * :meth:`remove` marks rows dead; merges drop them.
 
-Persistence (:meth:`save`, :meth:`load`, :meth:`open`): a snapshot file, then
-a :class:`~scrapy_simhash.index.store.RecordLog` at ``path + ".log"`` of the adds
-(empty payload) and removes (payload ``b"-"``) since that snapshot. Snapshot
-format, version 1, little-endian::
-
-    magic b"SIMHIDX\\0" | u32 version | u32 header_len | u32 crc32(header) | u32 0
-    header: UTF-8 JSON {"format", "version", "k", "layout", "compress",
-            "fingerprint_version", "count", "crc32" (of the array bytes),
-            "snapshot_id", "arrays": ["fingerprints", "keys"]}
-    zero padding to a multiple of 8, then count u64 fingerprints, count u64 keys
-
-written to a temporary file, fsynced and renamed over ``path`` (the tables
-are rebuilt on load, ~0.2 s a million entries). The log's header names the
-``snapshot_id`` it follows; a log left from an older snapshot (a crash between
-the rename and the log reset) is already inside the snapshot and is ignored.
+Persistence (:meth:`save`, :meth:`load`, :meth:`open`) is
+:mod:`scrapy_simhash.index.snapshot`'s; an index it opened has a log
+(``_log``) that each add and remove is appended to.
 Nothing here imports Scrapy.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import struct
-import uuid
-import zlib
 from array import array
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from scrapy_simhash.index import snapshot
 from scrapy_simhash.index.layout import F, TableLayout
-from scrapy_simhash.index.store import CorruptStateError, LogContents, RecordLog
+from scrapy_simhash.index.store import RecordLog
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["BatchMatches", "Match", "SimhashIndex"]
 
-SNAPSHOT_MAGIC = b"SIMHIDX\x00"
-SNAPSHOT_VERSION = 1
-_PREAMBLE = struct.Struct("<8sIIII")
 BUFFER_SIZE = 2048
 MERGE_RATIO = 8
 # pairs(): up to this many tables, each pair is kept by the first table holding
@@ -70,7 +51,6 @@ MERGE_RATIO = 8
 CANONICAL_TABLES = 24
 _CHUNK = 1 << 16
 _U64 = np.uint64
-_REMOVE = b"-"
 #: What ``query_and_add`` does with a new fingerprint.
 ADD_MODES = ("if_new", "always", "never")
 
@@ -356,7 +336,7 @@ class SimhashIndex:
         key = _check_u64(key, "key")
         found = self._remove(key)
         if found and self._log is not None:
-            self._log.append(0, key, _REMOVE)
+            self._log.append(0, key, snapshot.REMOVE)
         return found
 
     def _remove(self, key: int) -> bool:
@@ -693,156 +673,37 @@ class SimhashIndex:
         return (f"SimhashIndex(k={self.k}, layout={self.layout.spec!r}, "
                 f"compress={self.compress}, entries={self._count})")
 
-    # -- persistence ----------------------------------------------------------------
+    # -- persistence (snapshot.py) ----------------------------------------------------
 
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every live entry: ``uint64`` arrays of fingerprints and keys."""
         parts = [lv.alive_arrays() for lv in self._levels]
         parts.append((self._buf_fps[:self._nbuf], self._buf_keys[:self._nbuf]))
-        return (np.concatenate([p[0] for p in parts]).astype("<u8", copy=False),
-                np.concatenate([p[1] for p in parts]).astype("<u8", copy=False))
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
     def save(self, path=None) -> None:
         """Write a snapshot atomically (temporary file, fsync, rename); with an
         open log (:meth:`open`), start a fresh log that follows it."""
         if path is None and self._path is None:
             raise ValueError("save() needs a path for an index not made by open()")
-        path = os.fspath(path if path is not None else self._path)
-        fps, keys = self._arrays()
-        crc = zlib.crc32(keys.tobytes(), zlib.crc32(fps.tobytes()))
-        snapshot_id = uuid.uuid4().hex
-        header = json.dumps({
-            "format": "scrapy-simhash index", "version": SNAPSHOT_VERSION, "k": self.k,
-            "layout": self.layout.to_dict(), "compress": self.compress,
-            "fingerprint_version": self.fingerprint_version, "count": len(fps), "crc32": crc,
-            "snapshot_id": snapshot_id, "arrays": ["fingerprints", "keys"],
-        }, sort_keys=True).encode()
-        pre = _PREAMBLE.pack(SNAPSHOT_MAGIC, SNAPSHOT_VERSION, len(header), zlib.crc32(header), 0)
-        pad = b"\x00" * (-(len(pre) + len(header)) % 8)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as stream:
-                stream.write(pre + header + pad)
-                stream.write(fps.tobytes())
-                stream.write(keys.tobytes())
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        if self._log is not None and self._path == path:
-            self._log.close()
-            self._log = RecordLog.open(path + ".log", self._log_header(snapshot_id), reset=True)
-
-    def _log_header(self, snapshot_id: str | None) -> dict:
-        return {"format": "scrapy-simhash index log", "snapshot_id": snapshot_id, "k": self.k,
-                "fingerprint_version": self.fingerprint_version}
-
-    @staticmethod
-    def _read_snapshot(path: str) -> tuple[dict, np.ndarray, np.ndarray]:
-        with open(path, "rb") as stream:
-            data = stream.read()
-        if len(data) < _PREAMBLE.size:
-            raise CorruptStateError(path, 0, "shorter than the snapshot header")
-        magic, version, hlen, hcrc, _ = _PREAMBLE.unpack_from(data, 0)
-        if magic != SNAPSHOT_MAGIC:
-            raise CorruptStateError(path, 0, f"not a simhash index snapshot (magic {magic!r})")
-        if version != SNAPSHOT_VERSION:
-            raise CorruptStateError(path, 8, f"unknown snapshot version {version}")
-        raw = data[_PREAMBLE.size:_PREAMBLE.size + hlen]
-        if len(raw) != hlen or zlib.crc32(raw) != hcrc:
-            raise CorruptStateError(path, _PREAMBLE.size, "bad JSON header (checksum mismatch)")
-        try:
-            header = json.loads(raw)
-            count = int(header["count"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptStateError(path, _PREAMBLE.size, f"bad JSON header: {exc}") from None
-        start = _PREAMBLE.size + hlen
-        start += -start % 8
-        if len(data) != start + 16 * count:
-            raise CorruptStateError(
-                path, start, f"expected {count} entries, file size {len(data)}")
-        fps = np.frombuffer(data, dtype="<u8", count=count, offset=start)
-        keys = np.frombuffer(data, dtype="<u8", count=count, offset=start + 8 * count)
-        if zlib.crc32(keys.tobytes(), zlib.crc32(fps.tobytes())) != header.get("crc32"):
-            raise CorruptStateError(path, start, "array checksum mismatch")
-        return header, fps.astype(np.uint64), keys.astype(np.uint64)
+        snapshot.save(self, path if path is not None else self._path)
 
     @classmethod
     def load(cls, path, *, layout: Any = None) -> SimhashIndex:
         """Read a snapshot and replay the log that follows it (``path + ".log"``)."""
-        path = os.fspath(path)
-        index, snapshot_id = cls._from_snapshot(path, layout)
-        log_path = path + ".log"
-        if os.path.exists(log_path) and os.path.getsize(log_path) > 0:
-            index._replay(RecordLog.read(log_path), log_path, snapshot_id)
-        return index
-
-    @classmethod
-    def _from_snapshot(cls, path: str, layout: Any = None) -> tuple[SimhashIndex, str | None]:
-        """The index a snapshot holds (without its log) and the snapshot's id."""
-        header, fps, keys = cls._read_snapshot(path)
-        try:
-            lay = TableLayout.from_dict(header["layout"]) if layout is None else layout
-            index = cls(k=header["k"], layout=lay, compress=header.get("compress", False),
-                        fingerprint_version=header.get("fingerprint_version"))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise CorruptStateError(path, None, f"bad layout in header: {exc}") from None
-        index._add_arrays(fps, keys)
-        return index, header.get("snapshot_id")
-
-    def _replay(self, log: LogContents, log_path: str, snapshot_id: str | None) -> bool:
-        """Apply a log's records; False (and nothing applied) when the log
-        belongs to another snapshot."""
-        if log.header.get("snapshot_id") != snapshot_id:
-            logger.warning("Ignored %(log)s: it precedes the snapshot it sits next to",
-                           {"log": log_path})
-            return False
-        if log.truncated:
-            logger.warning("Ignored a truncated last record in %(log)s", {"log": log_path})
-        # runs of adds go in as arrays; removes one by one, in order
-        is_remove = np.fromiter((p == _REMOVE for p in log.payloads), dtype=bool,
-                                count=len(log.payloads))
-        bounds = np.flatnonzero(is_remove)
-        start = 0
-        for r in [*bounds.tolist(), len(is_remove)]:
-            if r > start:
-                self._add_arrays(log.fingerprints[start:r], log.keys[start:r])
-            if r < len(is_remove):
-                self._remove(int(log.keys[r]))
-            start = r + 1
-        return True
+        return snapshot.load(cls, path, layout=layout)
 
     @classmethod
     def open(cls, path, k: int = 3, layout: Any = "auto", expected_size: int = 1 << 20,
              compress: bool = False, *, reset: bool = False,
              fingerprint_version: int | None = None) -> SimhashIndex:
         """An index persisted at ``path``: loaded (snapshot + log) when present,
-        else new; every later add/remove is appended to ``path + ".log"``.
-        A snapshot's own layout and compression win over the arguments; a
-        different ``k`` is an error. ``reset=True`` deletes both files first."""
-        path = os.fspath(path)
-        log_path = path + ".log"
-        if reset:
-            for name in (path, log_path):
-                if os.path.exists(name):
-                    os.unlink(name)
-        if os.path.exists(path):
-            index, snapshot_id = cls._from_snapshot(path)
-            if index.k != k:
-                raise ValueError(f"{path} holds an index for k={index.k}, not k={k}")
-        else:
-            index = cls(k, layout, expected_size, compress,
-                        fingerprint_version=fingerprint_version)
-            snapshot_id = None
-        index._path = path
-        log = RecordLog.open(log_path, index._log_header(snapshot_id))
-        if not index._replay(log.contents, log_path, snapshot_id):
-            log.close()
-            log = RecordLog.open(log_path, index._log_header(snapshot_id), reset=True)
-        index._log = log
-        return index
+        else new; every later add/remove is appended to ``path + ".log"``, which
+        is locked against a second writer. A snapshot's own layout and
+        compression win over the arguments; a different ``k`` is an error.
+        ``reset=True`` starts empty (deleting both files)."""
+        return snapshot.open_index(cls, path, k, layout, expected_size, compress,
+                                   reset=reset, fingerprint_version=fingerprint_version)
 
     def close(self) -> None:
         """Close the log (the snapshot is only rewritten by :meth:`save`)."""
