@@ -418,3 +418,20 @@ def test_corrupt_log_is_a_clear_error(tmp_path):
     with pytest.raises(CorruptStateError, match="state.log"):
         SimhashIndex.open(path, k=3)
     assert RecordLog  # the log format is store.RecordLog's
+
+
+def test_an_open_index_is_locked_against_a_second_writer(tmp_path):
+    from scrapy_simhash.index.store import LogLockedError
+
+    path = tmp_path / "state"
+    index = SimhashIndex.open(path, k=3)
+    index.add(1, 1)
+    index.save()  # restarting the log keeps the lock
+    with pytest.raises(LogLockedError, match="state.log is open for writing by this process"):
+        SimhashIndex.open(path, k=3)
+    with pytest.raises(LogLockedError):
+        SimhashIndex.open(path, k=3, reset=True)  # and does not delete the files first
+    index.add(2, 2)
+    index.close()
+    assert sorted(m.key for m in SimhashIndex.load(path).query(1)) == [1]
+    assert len(SimhashIndex.load(path)) == 2
