@@ -20,7 +20,14 @@ Storage, all ``uint64`` and vectorised:
   becomes a level and levels merge LSM-style when the older one is at most
   ``MERGE_RATIO`` times the newer, so there are few levels and each entry is
   re-sorted O(log n) times.
-* :meth:`remove` marks rows dead; merges drop them.
+* a merge started by single inserts runs in bounded steps (:class:`_Merge`),
+  a slice of every table a step, spread over the inserts until the buffer is
+  full again (at least ``MERGE_STEP`` entries a step): no single :meth:`add`
+  pays for a whole merge (at 5M entries one used to take 2 s). The merged
+  levels answer queries until the new level replaces them, so results stay
+  exact. Bulk inserts (:meth:`add_many`, loading) merge at once.
+* :meth:`remove` marks rows dead; a merge carries them over,
+  :meth:`compact` (or a level more than half dead) drops them.
 
 Persistence (:meth:`save`, :meth:`load`, :meth:`open`) is
 :mod:`scrapy_simhash.index.snapshot`'s; an index it opened has a log
@@ -46,6 +53,8 @@ __all__ = ["BatchMatches", "Match", "SimhashIndex"]
 
 BUFFER_SIZE = 2048
 MERGE_RATIO = 8
+#: Fewest entries a step of an incremental merge produces.
+MERGE_STEP = 4096
 # pairs(): up to this many tables, each pair is kept by the first table holding
 # it (tables x tables vector passes); beyond, found pairs are sorted and deduplicated
 CANONICAL_TABLES = 24
@@ -150,6 +159,167 @@ def _directory(perm: np.ndarray, bounds: np.ndarray | None, n: int) -> array:
     return out
 
 
+def _new_directory(d: int) -> np.ndarray | None:
+    if not d:
+        return None
+    offsets = np.empty((1 << d) + 1, dtype=np.int64)
+    offsets[0] = 0
+    return offsets
+
+
+def _finish_directory(offsets: np.ndarray | None, filled: int, n: int) -> array:
+    code = "i" if n < 1 << 31 else "q"
+    if offsets is None:
+        return array(code, [0, n])
+    offsets[filled + 1:] = n
+    out = array(code)
+    out.frombytes(offsets.astype(np.int32 if code == "i" else np.int64).tobytes())
+    return out
+
+
+class _Merge:
+    """Consecutive levels (oldest first) merged into one, a step at a time.
+
+    Pass 0 merges the master arrays (and records where each source row lands),
+    then one pass a non-identity table merges the sources' sorted tables. A
+    step takes up to ``count`` entries from each source, up to the smallest of
+    the last values taken from sources that go on, so everything taken sorts
+    before anything left; the directory is filled as sorted values come out.
+    The sources are not changed; dead rows are mapped into the new level when
+    it is finished, so removes during the merge are kept."""
+
+    def __init__(self, index: SimhashIndex, sources: list[_Level]):
+        self.index = index
+        self.sources = sources
+        self.n = n = sum(len(s.fps) for s in sources)
+        self.d = max(0, min(index._pmin, (n >> 3).bit_length() - 1))
+        self.shift = F - self.d
+        self.passes = [None] + [t for t, ident in enumerate(index._identity) if not ident]
+        self.remaining = n * len(self.passes)
+        self.fps = np.empty(n, dtype=np.uint64)
+        self.keys = np.empty(n, dtype=np.uint64)
+        row_type = np.uint32 if n < 1 << 32 else np.uint64
+        self.rows = [np.empty(len(s.fps), dtype=row_type) for s in sources]
+        self.tables: list[Any] = [None] * len(index._tables)
+        self.dirs: list[Any] = [None] * len(index._tables)
+        self._start_pass(0)
+
+    def _start_pass(self, i: int) -> None:
+        self.pass_index = i
+        self.cursors = [0] * len(self.sources)
+        self.out = 0
+        self.filled = 0
+        if i == len(self.passes):
+            self.offsets = self.values = None
+            return
+        self.offsets = _new_directory(self.d)
+        t = self.passes[i]
+        if t is not None:
+            dtype = np.uint64 if self.index._direct[t] else self.rows[0].dtype
+            self.values = np.empty(self.n, dtype=dtype)
+
+    @property
+    def done(self) -> bool:
+        return self.pass_index == len(self.passes)
+
+    def nbytes(self) -> int:
+        arrays = [self.fps, self.keys, *self.rows, *(t for t in self.tables if t is not None)]
+        if not self.done and self.passes[self.pass_index] is not None:
+            arrays.append(self.values)
+        return sum(a.nbytes for a in arrays)
+
+    def step(self, budget: int) -> None:
+        """Produce at least ``budget`` entries of output (or finish)."""
+        produced = 0
+        while produced < budget and not self.done:
+            produced += self._chunk(max(budget - produced, 1))
+
+    def _chunk(self, count: int) -> int:
+        index, t = self.index, self.passes[self.pass_index]
+        table = None if t is None else index._tables[t]
+        direct = t is None or index._direct[t]
+        perms, vals, extra, bound = [], [], [], None
+        for j, src in enumerate(self.sources):
+            c = self.cursors[j]
+            if t is None:
+                v = src.fps[c:c + count]
+                p = v
+                extra.append(src.keys[c:c + count])
+            elif direct:
+                v = src.tables[t][c:c + count]
+                p = table.permute_many(v)
+            else:
+                rows = src.tables[t][c:c + count]
+                p = table.permute_many(src.fps[rows])
+                v = self.rows[j][rows]
+            perms.append(p)
+            vals.append(v)
+            if c + count < len(src.fps) and (bound is None or p[-1] < bound):
+                bound = p[-1]
+        if bound is not None:  # take what sorts before anything left in any source
+            for j, p in enumerate(perms):
+                take = int(p.searchsorted(bound, side="right"))
+                perms[j], vals[j] = p[:take], vals[j][:take]
+                if t is None:
+                    extra[j] = extra[j][:take]
+        taken = [len(p) for p in perms]
+        perm = np.concatenate(perms)
+        total, out = len(perm), self.out
+        if t is None:
+            order = np.argsort(perm, kind="stable")
+            perm = perm[order]
+            self.fps[out:out + total] = perm
+            self.keys[out:out + total] = np.concatenate(extra)[order]
+            where = np.empty(total, dtype=self.rows[0].dtype)
+            where[order] = np.arange(out, out + total, dtype=where.dtype)
+            start = 0
+            for j, n in enumerate(taken):
+                c = self.cursors[j]
+                self.rows[j][c:c + n] = where[start:start + n]
+                start += n
+        elif direct:
+            perm.sort(kind="stable")
+            self.values[out:out + total] = table.unpermute_many(perm)
+        else:
+            order = np.argsort(perm, kind="stable")
+            perm = perm[order]
+            self.values[out:out + total] = np.concatenate(vals)[order]
+        if self.offsets is not None and total and (t is not None or any(index._identity)):
+            shift = np.uint64(self.shift)
+            first, last = int(perm[0] >> shift), int(perm[-1] >> shift)
+            if first > self.filled:
+                self.offsets[self.filled + 1:first + 1] = out
+            if last > first:
+                bounds = np.arange(first + 1, last + 1, dtype=np.uint64) << shift
+                self.offsets[first + 1:last + 1] = out + perm.searchsorted(bounds)
+            self.filled = max(self.filled, last)
+        for j, n in enumerate(taken):
+            self.cursors[j] += n
+        self.out += total
+        self.remaining -= total
+        if self.out == self.n:
+            self._end_pass(t)
+        return total
+
+    def _end_pass(self, t: int | None) -> None:
+        directory = _finish_directory(self.offsets, self.filled, self.n)
+        if t is None:
+            for i, ident in enumerate(self.index._identity):
+                if ident:
+                    self.tables[i], self.dirs[i] = self.fps, directory
+        else:
+            self.tables[t], self.dirs[t] = self.values, directory
+            self.values = None
+        self._start_pass(self.pass_index + 1)
+
+    def result(self) -> _Level:
+        level = _Level(self.fps, self.keys, self.tables, self.dirs, self.shift)
+        for src, rows in zip(self.sources, self.rows):
+            if src.dead:
+                level.dead |= set(rows[np.fromiter(src.dead, np.intp, len(src.dead))].tolist())
+        return level
+
+
 def _run_pairs(a: np.ndarray, p: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions (i, j), i < j, of sorted ``a`` sharing the leading p bits and
     within k bits, and their distances: each run compared offset by offset."""
@@ -221,6 +391,7 @@ class SimhashIndex:
         # direct tables hold fingerprints in permuted order; the others master rows
         self._direct = [ident or not self.compress for ident in self._identity]
         self._levels: list[_Level] = []
+        self._merging: _Merge | None = None
         if buffer_size < 1:
             raise ValueError(f"buffer_size must be positive, got {buffer_size}")
         self._buffer_size = int(buffer_size)
@@ -233,12 +404,9 @@ class SimhashIndex:
 
     # -- building ---------------------------------------------------------------
 
-    def _build(self, fps: np.ndarray, keys: np.ndarray, sources=None) -> _Level:
-        """A level of ``fps``/``keys``. ``sources`` (merging): per table, the
-        concatenated sorted tables of the merged levels, so every sort merges
-        sorted runs (linear) instead of sorting from scratch."""
-        merging = sources is not None
-        order = np.argsort(fps, kind="stable" if merging else "quicksort")
+    def _build(self, fps: np.ndarray, keys: np.ndarray) -> _Level:
+        """A level of ``fps``/``keys`` (new arrays, sorted here)."""
+        order = np.argsort(fps)
         fps, keys = fps[order], keys[order]
         del order
         n = len(fps)
@@ -254,41 +422,61 @@ class SimhashIndex:
                 values = np.argsort(perm).astype(np.uint32 if n < 1 << 32 else np.uint64)
                 perm = perm[values]
             else:
-                src = sources[t] if merging and not self.compress else fps
-                perm = table.permute_many(src)
-                perm.sort(kind="stable" if merging else "quicksort")
+                perm = table.permute_many(fps)
+                perm.sort()
                 values = table.unpermute_many(perm)
             tables.append(values)
             dirs.append(_directory(perm, bounds, n))
         return _Level(fps, keys, tables, dirs, shift)
 
-    def _merge(self, older: _Level, newer: _Level) -> _Level:
-        fps = np.concatenate([older.fps, newer.fps])
-        keys = np.concatenate([older.keys, newer.keys])
-        if older.dead or newer.dead or self.compress:
-            (f1, k1), (f2, k2) = older.alive_arrays(), newer.alive_arrays()
-            return self._build(np.concatenate([f1, f2]), np.concatenate([k1, k2]))
-        sources = [None if self._identity[t] else np.concatenate([old, new])
-                   for t, (old, new) in enumerate(zip(older.tables, newer.tables))]
-        return self._build(fps, keys, sources)
-
-    def _push(self, level: _Level) -> None:
+    def _push(self, level: _Level, *, at_once: bool) -> None:
+        """Add a level; start the merge the ratio rule asks for (at once, or
+        in steps over the next inserts)."""
+        self._finish_merge()
         levels = self._levels
         levels.append(level)
-        while len(levels) >= 2 and levels[-2].alive <= MERGE_RATIO * levels[-1].alive:
-            newer, older = levels.pop(), levels.pop()
-            levels.append(self._merge(older, newer))
+        group, size = 1, levels[-1].alive
+        while group < len(levels) and levels[-group - 1].alive <= MERGE_RATIO * size:
+            size += levels[-group - 1].alive
+            group += 1
+        if group > 1:
+            self._merging = _Merge(self, levels[-group:])
+            if at_once:
+                self._finish_merge()
+
+    def _merge_step(self) -> None:
+        """The share of the pending merge that one insert pays: enough to end
+        it by the time the buffer is full again."""
+        merge = self._merging
+        left = max(self._buffer_size - self._nbuf, 1)
+        merge.step(max(MERGE_STEP, -(-merge.remaining // left)))
+        if merge.done:
+            self._install(merge)
+
+    def _finish_merge(self) -> None:
+        merge = self._merging
+        if merge is not None:
+            merge.step(merge.remaining)
+            self._install(merge)
+
+    def _install(self, merge: _Merge) -> None:
+        count = len(merge.sources)
+        assert all(a is b for a, b in zip(self._levels[-count:], merge.sources))
+        self._levels[-count:] = [merge.result()]
+        self._merging = None
 
     def _flush(self) -> None:
         n = self._nbuf
         if n:
             self._nbuf = 0
-            self._push(self._build(self._buf_fps[:n].copy(), self._buf_keys[:n].copy()))
+            self._push(self._build(self._buf_fps[:n].copy(), self._buf_keys[:n].copy()),
+                       at_once=False)
 
     def compact(self) -> None:
         """Merge the buffer and every level into one level (drops removed rows)."""
         if not self._nbuf and len(self._levels) <= 1 and not any(lv.dead for lv in self._levels):
             return
+        self._merging = None  # its sources are all rebuilt below
         parts = [lv.alive_arrays() for lv in self._levels]
         parts.append((self._buf_fps[:self._nbuf], self._buf_keys[:self._nbuf]))
         self._nbuf = 0
@@ -312,6 +500,8 @@ class SimhashIndex:
         self._count += 1
         if n + 1 == self._buffer_size:
             self._flush()
+        elif self._merging is not None:
+            self._merge_step()
 
     def add_many(self, fps, keys) -> None:
         """Insert arrays of fingerprints and keys (one sort a table, not one a row)."""
@@ -329,7 +519,7 @@ class SimhashIndex:
             return
         self._flush()
         self._count += len(fps)
-        self._push(self._build(fps.copy(), keys.copy()))
+        self._push(self._build(fps.copy(), keys.copy()), at_once=True)
 
     def remove(self, key: int) -> bool:
         """Remove every entry stored under ``key``; whether there was one."""
@@ -355,6 +545,7 @@ class SimhashIndex:
                 self._nbuf = len(keep)
         self._count -= found
         if any(2 * len(lv.dead) > len(lv.fps) for lv in self._levels):
+            self._finish_merge()
             self._levels = [lv for lv in self._levels if lv.alive]
             for i, lv in enumerate(self._levels):
                 if 2 * len(lv.dead) > len(lv.fps):
@@ -652,8 +843,9 @@ class SimhashIndex:
         dirs = sum(d.itemsize * len(d) for lv in self._levels for d in lv.dirs)
         master = sum(lv.fps.nbytes + lv.keys.nbytes for lv in self._levels)
         buffer = self._buf_fps.nbytes + self._buf_keys.nbytes
+        merge = self._merging.nbytes() if self._merging is not None else 0
         entries = sum(len(lv.fps) for lv in self._levels)
-        total = tables + dirs + master + buffer
+        total = tables + dirs + master + buffer + merge
         return {
             "entries": self._count,
             "tables": len(self._tables),
@@ -662,6 +854,7 @@ class SimhashIndex:
             "directory_bytes": dirs,
             "master_bytes": master,
             "buffer_bytes": buffer,
+            "merge_bytes": merge,
             "total_bytes": total,
             # the identity table, if any, is the master's fingerprint array
             "bytes_per_table_entry": (tables + dirs) / max(
