@@ -21,9 +21,9 @@ Storage, all ``uint64`` and vectorised:
   ``MERGE_RATIO`` times the newer, so there are few levels and each entry is
   re-sorted O(log n) times.
 * a merge started by single inserts runs in bounded steps (:class:`_Merge`),
-  a slice of every table a step, spread over the inserts until the buffer is
-  full again (at least ``MERGE_STEP`` entries a step): no single :meth:`add`
-  pays for a whole merge (at 5M entries one used to take 2 s). The merged
+  a slice of every table a step, spread over the next ``MERGE_SPREAD``
+  buffers' worth of inserts (at least ``MERGE_STEP`` entries a step): no single
+  :meth:`add` pays for a whole merge (at 5M entries one used to take 2 s). The merged
   levels answer queries until the new level replaces them, so results stay
   exact. Bulk inserts (:meth:`add_many`, loading) merge at once.
 * :meth:`remove` marks rows dead; a merge carries them over,
@@ -38,6 +38,7 @@ Nothing here imports Scrapy.
 from __future__ import annotations
 
 import logging
+import mmap
 from array import array
 from typing import Any, NamedTuple
 
@@ -55,6 +56,9 @@ BUFFER_SIZE = 2048
 MERGE_RATIO = 8
 #: Fewest entries a step of an incremental merge produces.
 MERGE_STEP = 4096
+#: An incremental merge ends within this many buffers' worth of inserts (the
+#: levels flushed meanwhile wait, unmerged: at most MERGE_SPREAD - 1 of them).
+MERGE_SPREAD = 4
 # pairs(): up to this many tables, each pair is kept by the first table holding
 # it (tables x tables vector passes); beyond, found pairs are sorted and deduplicated
 CANONICAL_TABLES = 24
@@ -159,6 +163,19 @@ def _directory(perm: np.ndarray, bounds: np.ndarray | None, n: int) -> array:
     return out
 
 
+def _fresh(n: int, dtype) -> np.ndarray:
+    """An uninitialised array for a merge's output, in 4 KiB pages. numpy asks
+    for 2 MiB pages for big arrays, and the first write into each of those
+    costs milliseconds (zeroing, compaction) inside whichever insert does it."""
+    size = n * np.dtype(dtype).itemsize
+    if size < 1 << 22:
+        return np.empty(n, dtype=dtype)
+    buffer = mmap.mmap(-1, size)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buffer.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buffer, dtype=dtype, count=n)
+
+
 def _new_directory(d: int) -> np.ndarray | None:
     if not d:
         return None
@@ -195,11 +212,12 @@ class _Merge:
         self.d = max(0, min(index._pmin, (n >> 3).bit_length() - 1))
         self.shift = F - self.d
         self.passes = [None] + [t for t, ident in enumerate(index._identity) if not ident]
+        self.deadline = 0  # the insert count it must be done by
         self.remaining = n * len(self.passes)
-        self.fps = np.empty(n, dtype=np.uint64)
-        self.keys = np.empty(n, dtype=np.uint64)
+        self.fps = _fresh(n, np.uint64)
+        self.keys = _fresh(n, np.uint64)
         row_type = np.uint32 if n < 1 << 32 else np.uint64
-        self.rows = [np.empty(len(s.fps), dtype=row_type) for s in sources]
+        self.rows = [_fresh(len(s.fps), row_type) for s in sources]
         self.tables: list[Any] = [None] * len(index._tables)
         self.dirs: list[Any] = [None] * len(index._tables)
         self._start_pass(0)
@@ -216,7 +234,7 @@ class _Merge:
         t = self.passes[i]
         if t is not None:
             dtype = np.uint64 if self.index._direct[t] else self.rows[0].dtype
-            self.values = np.empty(self.n, dtype=dtype)
+            self.values = _fresh(self.n, dtype)
 
     @property
     def done(self) -> bool:
@@ -392,6 +410,7 @@ class SimhashIndex:
         self._direct = [ident or not self.compress for ident in self._identity]
         self._levels: list[_Level] = []
         self._merging: _Merge | None = None
+        self._inserts = 0  # single inserts so far: the clock merge deadlines use
         if buffer_size < 1:
             raise ValueError(f"buffer_size must be positive, got {buffer_size}")
         self._buffer_size = int(buffer_size)
@@ -430,40 +449,49 @@ class SimhashIndex:
         return _Level(fps, keys, tables, dirs, shift)
 
     def _push(self, level: _Level, *, at_once: bool) -> None:
-        """Add a level; start the merge the ratio rule asks for (at once, or
-        in steps over the next inserts)."""
-        self._finish_merge()
+        """Add a level; start the merge the ratio rule asks for (``at_once``, or
+        in steps over the next inserts). While a merge runs, new levels wait
+        after its sources; the rule looks at them when it ends."""
+        if at_once:
+            self._finish_merge()
+        self._levels.append(level)
+        if self._merging is None:
+            self._start_merge(at_once)
+
+    def _start_merge(self, at_once: bool) -> None:
         levels = self._levels
-        levels.append(level)
-        group, size = 1, levels[-1].alive
+        group, size = 1, levels[-1].alive if levels else 0
         while group < len(levels) and levels[-group - 1].alive <= MERGE_RATIO * size:
             size += levels[-group - 1].alive
             group += 1
         if group > 1:
             self._merging = _Merge(self, levels[-group:])
+            self._merging.deadline = self._inserts + MERGE_SPREAD * self._buffer_size - 1
             if at_once:
                 self._finish_merge()
 
     def _merge_step(self) -> None:
-        """The share of the pending merge that one insert pays: enough to end
-        it by the time the buffer is full again."""
+        """The share of the pending merge one insert pays: enough to end it
+        before its deadline (``MERGE_SPREAD`` buffers' worth of inserts)."""
         merge = self._merging
-        left = max(self._buffer_size - self._nbuf, 1)
+        left = max(merge.deadline - self._inserts, 1)
         merge.step(max(MERGE_STEP, -(-merge.remaining // left)))
         if merge.done:
             self._install(merge)
 
     def _finish_merge(self) -> None:
-        merge = self._merging
-        if merge is not None:
-            merge.step(merge.remaining)
-            self._install(merge)
+        while self._merging is not None:
+            self._merging.step(self._merging.remaining)
+            self._install(self._merging)
 
     def _install(self, merge: _Merge) -> None:
+        """Replace the merged levels by the merged one; maybe start the next merge."""
+        first = next(i for i, lv in enumerate(self._levels) if lv is merge.sources[0])
         count = len(merge.sources)
-        assert all(a is b for a, b in zip(self._levels[-count:], merge.sources))
-        self._levels[-count:] = [merge.result()]
+        assert all(a is b for a, b in zip(self._levels[first:first + count], merge.sources))
+        self._levels[first:first + count] = [merge.result()]
         self._merging = None
+        self._start_merge(at_once=False)
 
     def _flush(self) -> None:
         n = self._nbuf
@@ -498,6 +526,7 @@ class SimhashIndex:
         self._buf_keys[n] = key
         self._nbuf = n + 1
         self._count += 1
+        self._inserts += 1
         if n + 1 == self._buffer_size:
             self._flush()
         elif self._merging is not None:
