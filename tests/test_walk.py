@@ -48,6 +48,10 @@ def _item(item) -> tuple:
             item.depth, item.chars)
 
 
+def budgets_of(walker) -> tuple:
+    return walker.chars, walker.elements, walker.read, walker.scan_chars, walker.scan_elements
+
+
 def walk_result(root, compiled: bool, **budgets: int) -> tuple:
     """What the walker returns for a page: the first walk, the full expansion
     (every placeholder walked, nested walks included), the budgets used, and
@@ -55,11 +59,11 @@ def walk_result(root, compiled: bool, **budgets: int) -> tuple:
     with walk_mode(compiled, **budgets):
         _, body = E._head_and_body(root)
         start = body if body is not None else root
-        walker = E._Walker(start)
+        walker = E._Walker()
         items, spans = walker.run(start, E._HEADING_TAGS.get(start.tag, 0), False, False)
-        first = ([_item(i) for i in items], spans, walker.chars, walker.elements)
+        first = ([_item(i) for i in items], spans, budgets_of(walker))
         full = walker.expand(items, spans, -1, True)
-        return first, full, walker.chars, walker.elements, E.extract(root)
+        return first, full, budgets_of(walker), E.extract(root)
 
 
 def assert_same(root, **budgets: int) -> None:
