@@ -97,8 +97,8 @@ MAX_DEPTH = 128
 #: Characters and elements read at most, over the whole page, to measure the
 #: soft-dropped subtrees (for the guard below). A subtree past what is left
 #: counts as :data:`MAX_SCAN_CHARS` characters, and so does every one after it.
-MAX_SCAN_CHARS = 1_000_000
-MAX_SCAN_ELEMENTS = 100_000
+MAX_SCAN_CHARS = 4_000_000
+MAX_SCAN_ELEMENTS = 200_000
 #: Characters of an attribute value (class, id, style, role) read at most.
 MAX_ATTRIBUTE_CHARS = 8192
 #: Characters of the title read at most.
@@ -396,21 +396,6 @@ def _tag_rule(tag: str) -> tuple:
     if len(_TAG_RULES) < 4096:
         _TAG_RULES[tag] = rule
     return rule
-
-
-# Latin-1 whitespace (as ``str.isspace`` says) to b" ", anything else to b"x".
-_SPACE_OR_NOT = bytes(0x20 if chr(b).isspace() else 0x78 for b in range(256))
-
-
-def _spaced_length(text: str) -> int:
-    """``len(" ".join(text.split()))``, counted without making the words."""
-    try:
-        data = text.encode("latin-1")
-    except UnicodeEncodeError:
-        return len(" ".join(text.split()))
-    marks = data.translate(_SPACE_OR_NOT)
-    words = marks.count(b" x") + marks.startswith(b"x")
-    return len(marks) - marks.count(b" ") + words - 1 if words else 0
 
 
 class _Dropped:
