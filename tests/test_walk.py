@@ -50,7 +50,8 @@ def _item(item) -> tuple:
 
 
 def budgets_of(walker) -> tuple:
-    return walker.chars, walker.elements, walker.read, walker.scan_chars, walker.scan_elements
+    return (walker.chars, walker.elements, walker.read, walker.scan_chars, walker.scan_elements,
+            walker.items, walker.name_chars, walker.names)
 
 
 def walk_result(root, compiled: bool, **budgets: int) -> tuple:
@@ -198,7 +199,8 @@ def test_hostile_shapes_within_budgets(shape: str) -> None:
     page = SHAPES[shape](20_000)
     small = dict(
         MAX_READ_CHARS=4000, MAX_SCAN_CHARS=3000, MAX_SCAN_ELEMENTS=300, MAX_ELEMENTS=1500,
-        MAX_ATTRIBUTE_CHARS=40, MAX_DEPTH=20, MAX_TEXT_CHARS=2500,
+        MAX_ATTRIBUTE_CHARS=40, MAX_DEPTH=20, MAX_TEXT_CHARS=2500, MAX_NAME_CHARS=500,
+        MAX_ITEMS=300,
     )
     for root in (E.parse_html(page), Selector(text=page).root):
         assert_same(root)

@@ -167,10 +167,12 @@ cdef class _State:
     cdef cetree._Document doc
     cdef char* buf
     cdef Py_ssize_t size, capacity
-    cdef Py_ssize_t link, chars, elements, read, scan_chars, scan_elements
+    cdef Py_ssize_t link, chars, elements, read, scan_chars, scan_elements, name_chars, first_item
     cdef Py_ssize_t max_chars, max_elements, max_read, max_scan, max_attribute, cached_value
+    cdef Py_ssize_t max_items
     cdef int max_depth
     cdef list items, spans
+    cdef dict names
     cdef object tag_code, boiler_name, boiler_name_long, hides, dropped, flat_text
     cdef const void* cache_names[CACHE_SIZE]
     cdef int cache_codes[CACHE_SIZE]
@@ -282,11 +284,30 @@ cdef class _State:
         return value[:self.max_attribute]
 
     cdef bint boiler(self, tree.xmlNode* c, tree.xmlAttr* attr) except -1:
-        """``extract._names_boiler``: short values through the cache."""
+        """``extract._Walker.boiler``: each distinct value classified once per
+        page, within the page's budget; short values through the cache."""
         cdef str value = self.attribute(c, attr)
+        cdef object known = self.names.get(value)
+        if known is not None:
+            return known is True
+        if len(value) > self.name_chars:
+            self.name_chars = -1
+            return False
+        self.name_chars -= len(value)
         if len(value) <= self.cached_value:
-            return bool(self.boiler_name(value))
-        return bool(self.boiler_name_long(value))
+            known = bool(self.boiler_name(value))
+        else:
+            known = bool(self.boiler_name_long(value))
+        self.names[value] = known
+        return known is True
+
+    cdef object style(self, str value):
+        """``extract._Walker.style``: None once the page's budget is spent."""
+        if len(value) > self.name_chars:
+            self.name_chars = -1
+            return None
+        self.name_chars -= len(value)
+        return value
 
     cdef int named_drop(self, tree.xmlNode* c, bint* weak) except -1:
         """The class/id, hidden and landmark rules, on no-namespace attributes."""
@@ -325,7 +346,7 @@ cdef class _State:
                 hidden,
                 None if aria is NULL else self.attribute(c, aria),
                 None if role is NULL else self.attribute(c, role),
-                None if style is NULL else self.attribute(c, style),
+                None if style is NULL else self.style(self.attribute(c, style)),
             ))
         return False
 
@@ -347,6 +368,7 @@ cdef class _State:
                 if (
                     self.elements > self.max_elements or self.chars > self.max_chars
                     or self.read >= self.max_read
+                    or self.first_item + len(self.items) >= self.max_items
                 ):
                     return 0
                 if depth > self.max_depth:
@@ -413,24 +435,31 @@ def walk(
     tuple used,
     tuple limits,
     tag_code,
+    dict names,
     boiler_name,
     boiler_name_long,
     hides,
     dropped,
     flat_text,
 ):
-    """``(items, spans, chars, elements, read, scan_chars, scan_elements)`` of
-    the subtree of ``start``, given the budgets ``used`` so far (the last five)
-    and the ``limits`` (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS,
-    MAX_DEPTH, MAX_SCAN_CHARS, MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS): see
+    """``(items, spans, chars, elements, read, scan_chars, scan_elements,
+    name_chars)`` of the subtree of ``start``, given the budgets ``used`` so far
+    (those and the items made) and the ``limits`` (MAX_TEXT_CHARS,
+    MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
+    MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS); ``names`` is the
+    page's class/id values already classified: see
     ``scrapy_simhash.fingerprinting.extract._Walker.run``."""
     cdef _State state = _State.__new__(_State)
     state.doc = start._doc
-    state.chars, state.elements, state.read, state.scan_chars, state.scan_elements = used
+    (
+        state.chars, state.elements, state.read, state.scan_chars, state.scan_elements,
+        state.name_chars, state.first_item,
+    ) = used
     (
         state.max_chars, state.max_elements, state.max_read, state.max_depth, state.max_scan,
-        state.max_attribute, state.cached_value,
+        state.max_attribute, state.cached_value, state.max_items,
     ) = limits
+    state.names = names
     state.items, state.spans = [], []
     state.tag_code, state.boiler_name, state.boiler_name_long = tag_code, boiler_name, boiler_name_long
     state.hides, state.dropped, state.flat_text = hides, dropped, flat_text
@@ -440,5 +469,5 @@ def walk(
     state.spans.append((0, len(state.items)))
     return (
         state.items, state.spans, state.chars, state.elements, state.read, state.scan_chars,
-        state.scan_elements,
+        state.scan_elements, state.name_chars,
     )

@@ -40,7 +40,9 @@ characters of text into blocks and stop after :data:`MAX_TEXT_CHARS` kept
 characters or :data:`MAX_ELEMENTS` elements; measuring the soft-dropped
 subtrees reads at most :data:`MAX_SCAN_CHARS` characters and
 :data:`MAX_SCAN_ELEMENTS` elements in all; attribute values are read up to
-:data:`MAX_ATTRIBUTE_CHARS` characters, the title up to :data:`MAX_TITLE_CHARS`.
+:data:`MAX_ATTRIBUTE_CHARS` characters, the title up to :data:`MAX_TITLE_CHARS`; at most :data:`MAX_NAME_CHARS`
+characters of distinct class/id values are classified and :data:`MAX_ITEMS`
+blocks made.
 Elements nested more than :data:`MAX_DEPTH` levels below the start are read as
 plain text (parsel's trees can be 2,048 levels deep), so the walk's recursion is
 bounded. Caches keyed by page content hold bounded keys (class/id values up to
@@ -101,6 +103,13 @@ MAX_SCAN_CHARS = 4_000_000
 MAX_SCAN_ELEMENTS = 200_000
 #: Characters of an attribute value (class, id, style, role) read at most.
 MAX_ATTRIBUTE_CHARS = 8192
+#: Characters of distinct class/id values classified and of style values
+#: searched, at most per page: past them, class, id and style no longer drop
+#: elements (reading them is the costly part of a walk).
+MAX_NAME_CHARS = 250_000
+#: Blocks and placeholders made at most, every walk of the page counted:
+#: walking stops there.
+MAX_ITEMS = 16_000
 #: Characters of the title read at most.
 MAX_TITLE_CHARS = 2000
 #: Kept share of the visible text below which all visible text is used.
@@ -501,7 +510,9 @@ class _Walker:
     bench-fingerprint``), else in Python.
     """
 
-    __slots__ = ("chars", "elements", "read", "scan_chars", "scan_elements")
+    __slots__ = (
+        "chars", "elements", "read", "scan_chars", "scan_elements", "items", "name_chars", "names"
+    )
 
     def __init__(self) -> None:
         self.chars = 0  # kept text
@@ -509,6 +520,37 @@ class _Walker:
         self.read = 0  # text read into blocks
         self.scan_chars = MAX_SCAN_CHARS  # left to measure dropped subtrees
         self.scan_elements = MAX_SCAN_ELEMENTS
+        self.items = 0  # blocks and placeholders made
+        self.name_chars = MAX_NAME_CHARS  # left to classify class/id values
+        self.names: dict[str, bool] = {}  # class/id value -> names a template part
+
+    def boiler(self, value: str) -> bool:
+        """Whether a class/id value names a template part (:func:`_is_boiler_name`),
+        as both walks read it: cut to :data:`MAX_ATTRIBUTE_CHARS`, each distinct
+        value classified once per page within :data:`MAX_NAME_CHARS`."""
+        value = value[:MAX_ATTRIBUTE_CHARS]
+        known = self.names.get(value)
+        if known is None:
+            if len(value) > self.name_chars:
+                self.name_chars = -1
+                return False
+            self.name_chars -= len(value)
+            known = self.names[value] = (
+                _is_boiler_name(value) if len(value) <= _CACHED_VALUE_CHARS else _boiler_name(value)
+            )
+        return known
+
+    def style(self, value: str | None) -> str | None:
+        """A style value as both walks read it: cut to :data:`MAX_ATTRIBUTE_CHARS`,
+        None once :data:`MAX_NAME_CHARS` is spent."""
+        if value is None:
+            return None
+        value = value[:MAX_ATTRIBUTE_CHARS]
+        if len(value) > self.name_chars:
+            self.name_chars = -1
+            return None
+        self.name_chars -= len(value)
+        return value
 
     def measure(self, el) -> int:
         """The visible characters of a soft-dropped subtree (:func:`_measure`),
@@ -533,14 +575,16 @@ class _Walker:
         if _walk is not None:
             (
                 items, spans, self.chars, self.elements, self.read, self.scan_chars,
-                self.scan_elements,
+                self.scan_elements, self.name_chars,
             ) = _walk.walk(
                 start, kind, in_link, in_main, depth,
-                (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements),
+                (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
+                 self.name_chars, self.items),
                 (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
-                 MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS),
-                _tag_code, _is_boiler_name, _boiler_name, _hides, _Dropped, _flat_text,
+                 MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS),
+                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped, _flat_text,
             )
+            self.items += len(items)
             return items, spans
         return self._run(start, kind, in_link, in_main, depth)
 
@@ -558,6 +602,8 @@ class _Walker:
         read = self.read
         tag_rules = _TAG_RULES
         measure = self.measure
+        boiler = self.boiler
+        first_item = self.items
 
         def take(text: str, in_link: bool) -> None:
             # Text into the block, within MAX_READ_CHARS.
@@ -590,7 +636,10 @@ class _Walker:
                 tag = child.tag
                 if tag.__class__ is str:
                     elements += 1
-                    if elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS or read >= MAX_READ_CHARS:
+                    if (
+                        elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS or read >= MAX_READ_CHARS
+                        or first_item + len(items) >= MAX_ITEMS
+                    ):
                         return False
                     if depth > MAX_DEPTH:
                         text, used = _flat_text(
@@ -611,16 +660,16 @@ class _Walker:
                         if not drop and named:
                             names = child.keys()
                             if names:
-                                if "class" in names and _names_boiler(child.get("class")):
+                                if "class" in names and boiler(child.get("class")):
                                     drop = weak = True
-                                elif "id" in names and _names_boiler(child.get("id")):
+                                elif "id" in names and boiler(child.get("id")):
                                     drop = weak = True
                                 elif not _HIDING_ATTRIBUTES.isdisjoint(names):
                                     drop = _hides(
                                         "hidden" in names,
                                         _cut(child.get("aria-hidden")),
                                         _cut(child.get("role")),
-                                        _cut(child.get("style")),
+                                        self.style(child.get("style")),
                                     )
                         if child_kind is None:
                             child_kind = kind
@@ -662,6 +711,7 @@ class _Walker:
         if buf:
             flush(kind)
         self.chars, self.elements, self.read = chars, elements, read
+        self.items += len(items)
         spans.append((0, len(items)))
         return items, spans
 
@@ -676,7 +726,7 @@ class _Walker:
             position[n] = len(out)
             if item.__class__ is not _Dropped:
                 out.append(item)
-            elif item.chars > limit or (weak_too and item.weak):
+            elif (item.chars > limit or (weak_too and item.weak)) and self.items < MAX_ITEMS:
                 sub, sub_spans = self.expand(
                     *self.run(item.el, item.kind, item.in_link, item.in_main, item.depth),
                     limit,
@@ -697,14 +747,6 @@ def _cut(value: str | None) -> str | None:
     """An attribute value as the walks read it: its first
     :data:`MAX_ATTRIBUTE_CHARS` characters."""
     return value if value is None or len(value) <= MAX_ATTRIBUTE_CHARS else value[:MAX_ATTRIBUTE_CHARS]
-
-
-def _names_boiler(value: str) -> bool:
-    """:func:`_is_boiler_name` of a class/id value as the walks read it (long
-    values cut, and not cached)."""
-    if len(value) <= _CACHED_VALUE_CHARS:
-        return _is_boiler_name(value)
-    return _boiler_name(value[:MAX_ATTRIBUTE_CHARS])
 
 
 def _hides(hidden: bool, aria_hidden: str | None, role: str | None, style: str | None) -> bool:
