@@ -9,7 +9,12 @@ checks it).
 """
 
 from scrapy_simhash.fingerprinting.extract import MainText, parse_html, plain_elements
-from scrapy_simhash.fingerprinting.features import page_features, page_main_text
+from scrapy_simhash.fingerprinting.features import (
+    PageFeatures,
+    analyse_page,
+    page_features,
+    page_main_text,
+)
 from scrapy_simhash.fingerprinting.hashing import (
     DEFAULT_MIN_FEATURES,
     FINGERPRINT_VERSION,
@@ -26,6 +31,8 @@ __all__ = [
     "FINGERPRINT_VERSION",
     "FingerprintResult",
     "MainText",
+    "PageFeatures",
+    "analyse_page",
     "fingerprint",
     "fingerprint_details",
     "hamming",

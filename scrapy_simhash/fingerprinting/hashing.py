@@ -17,7 +17,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting.features import _page_features, page_features
+from scrapy_simhash.fingerprinting.features import analyse_page, page_features
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def fingerprint_details(
 ) -> FingerprintResult:
     """:func:`fingerprint` with the feature count it was decided on, and the
     reason when there is no fingerprint. Never raises on page content."""
-    feats, count = _page_features(page, encoding)
+    _, feats, count = analyse_page(page, encoding=encoding)
     if count < min_features:
         reason = (
             "no main text"
