@@ -67,13 +67,14 @@ def run_once(args: list[str]) -> tuple[float, int, int]:
 
 def phases(path: Path, k: int) -> str:
     """Seconds of each step in this process (no interpreter start-up)."""
-    from scrapy_simhash import cli
+    from scrapy_simhash.cli.errors import Problems
+    from scrapy_simhash.cli.fingerprints import read_fingerprints
     from scrapy_simhash.index import SimhashIndex
 
     times = []
     start = time.perf_counter()
     with path.open("rb") as f:
-        fps = cli.read_fingerprints(f, str(path), cli.Problems())
+        fps = read_fingerprints(f, str(path), Problems())
     times.append(("read+parse", time.perf_counter()))
     uniq = np.unique(fps)
     times.append(("unique", time.perf_counter()))
