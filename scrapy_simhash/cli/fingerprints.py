@@ -355,7 +355,7 @@ class _Reader:
             except ValueError as exc:
                 self.problems.add(self.name, self.line + row + 1, str(exc))
                 continue
-            key = fields[key_col].strip() if key_col is not None and key_col < len(fields) else ""
+            key = fields[key_col] if key_col is not None and key_col < len(fields) else ""
             keys.append(key)
             keyed |= key_col is not None
         return values, (keys if keyed else None)

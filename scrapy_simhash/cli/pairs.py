@@ -13,6 +13,7 @@ from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem
 from scrapy_simhash.cli.fingerprints import (
     FingerprintList,
+    Keys,
     format_fingerprint,
     format_fingerprints,
     parse_fingerprint,
@@ -67,13 +68,16 @@ def build_index(fps: np.ndarray, k: int, layout: Any, progress: Progress | None 
 
 
 class Entries(NamedTuple):
-    """The distinct members of a list: fingerprints, their keys (or None), and how
-    often each occurred. Without keys a member is a distinct fingerprint; with
-    keys, a distinct (key, fingerprint)."""
+    """The distinct members of a list. Without keys a member is a distinct
+    fingerprint; with keys, a distinct (key, fingerprint): row ``rows[i]`` of the list."""
 
     fingerprints: np.ndarray
-    keys: list[str] | None
-    counts: np.ndarray
+    keys: Keys | None  #: the list's keys (None: it has none)
+    rows: np.ndarray | None  #: each member's row in the list (None without keys)
+    counts: np.ndarray  #: how often each member occurs
+
+    def key(self, i: int) -> str:
+        return self.keys[int(self.rows[i])]
 
 
 def distinct_entries(fl: FingerprintList, with_keys: bool = True) -> Entries:
@@ -81,20 +85,19 @@ def distinct_entries(fl: FingerprintList, with_keys: bool = True) -> Entries:
     alone when the list has no keys or ``with_keys`` is false."""
     if fl.keys is None or not with_keys:
         uniq, counts = np.unique(fl.fingerprints, return_counts=True)
-        return Entries(uniq, None, counts)
-    seen: dict[tuple[int, str], int] = {}
-    fps, keys, counts = [], [], []
-    for i, fp in enumerate(fl.fingerprints.tolist()):
-        member = (fp, fl.keys[i])
-        at = seen.get(member)
-        if at is None:
-            seen[member] = len(fps)
-            fps.append(fp)
-            keys.append(member[1])
-            counts.append(1)
-        else:
+        return Entries(uniq, None, None, counts)
+    fps = fl.fingerprints
+    _, inverse, same_fp = np.unique(fps, return_inverse=True, return_counts=True)
+    counts = np.ones(len(fps), np.int64)
+    first: dict[tuple[int, str], int] = {}
+    # only rows sharing a fingerprint can repeat a member
+    for i in np.flatnonzero(same_fp[inverse] > 1).tolist():
+        at = first.setdefault((int(fps[i]), fl.keys[i]), i)
+        if at != i:
             counts[at] += 1
-    return Entries(np.array(fps, dtype=np.uint64), keys, np.array(counts, dtype=np.int64))
+            counts[i] = 0
+    rows = np.flatnonzero(counts)
+    return Entries(fps[rows], fl.keys, rows, counts[rows])
 
 
 def entry_pairs(entries: Entries, k: int, layout: Any, progress: Progress | None = None
@@ -140,18 +143,17 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
             for fa, fb, d in zip(a, b, distances[order].tolist()):
                 rows.add(fa, fb, d)
         else:
-            keys = entries.keys
             rows = Rows(out, ("key_a", "key_b", "distance", "fingerprint_a", "fingerprint_b"),
                         as_json=args.json, header=not args.no_header)
             found = []
             for (i, j), d in zip(pairs.tolist(), distances.tolist()):
-                if (keys[j], fps[j]) < (keys[i], fps[i]):
-                    i, j = j, i
-                found.append((keys[i], keys[j], d, i, j))
+                ki, kj = entries.key(i), entries.key(j)
+                if (kj, fps[j]) < (ki, fps[i]):
+                    i, j, ki, kj = j, i, kj, ki
+                found.append((ki, kj, d, i, j))
             found.sort()
-            text = _fp_column(fps, args)
             for ka, kb, d, i, j in found:
-                rows.add(ka, kb, d, text[i], text[j])
+                rows.add(ka, kb, d, _fp_cell(fps[i], args), _fp_cell(fps[j], args))
         rows.flush()
     return EXIT_OK
 
@@ -169,19 +171,18 @@ def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progres
         if args.simhash_cpp:
             write_arrays(out, sorted(fps[g].tolist() for g in groups))
             return EXIT_OK
-        text = _fp_column(fps, args)
         if entries.keys is None:
             rows = Rows(out, ("cluster", "size", "fingerprint", "count"),
                         as_json=args.json, header=not args.no_header)
             for n, group in enumerate(groups, 1):
                 for i in group.tolist():
-                    rows.add(n, len(group), text[i], int(entries.counts[i]))
+                    rows.add(n, len(group), _fp_cell(fps[i], args), int(entries.counts[i]))
         else:
             rows = Rows(out, ("cluster", "size", "key", "fingerprint"),
                         as_json=args.json, header=not args.no_header)
             for n, group in enumerate(groups, 1):
                 for i in group.tolist():
-                    rows.add(n, len(group), entries.keys[i], text[i])
+                    rows.add(n, len(group), entries.key(i), _fp_cell(fps[i], args))
         rows.flush()
     return EXIT_OK
 
@@ -200,12 +201,12 @@ def member_clusters(entries: Entries, k: int, layout: Any, progress: Progress | 
             clustered[g] = True
         groups += [np.array([i]) for i in np.flatnonzero((entries.counts > 1) & ~clustered)]
         order = [np.sort(g) for g in groups]  # fingerprint order: entries are sorted
-    else:
-        keys = entries.keys
-        order = [np.array(sorted(g.tolist(), key=lambda i: (keys[i], int(entries.fingerprints[i]))))
-                 for g in groups]
-    first = entries.keys if entries.keys is not None else entries.fingerprints.tolist()
-    order.sort(key=lambda g: (-len(g), first[g[0]]))
+        order.sort(key=lambda g: (-len(g), int(entries.fingerprints[g[0]])))
+        return order
+    fps = entries.fingerprints
+    order = [np.array(sorted(g.tolist(), key=lambda i: (entries.key(i), int(fps[i]))))
+             for g in groups]
+    order.sort(key=lambda g: (-len(g), entries.key(int(g[0]))))
     return order
 
 
@@ -214,6 +215,12 @@ def _fp_column(values: np.ndarray, args: argparse.Namespace) -> list[Any]:
     if args.json and args.decimal:
         return np.asarray(values, dtype=np.uint64).tolist()
     return format_fingerprints(values, args.decimal)
+
+
+def _fp_cell(value: Any, args: argparse.Namespace) -> Any:
+    """One fingerprint as written in a column."""
+    value = int(value)
+    return value if args.json and args.decimal else format_fingerprint(value, args.decimal)
 
 
 def write_arrays(out: Any, rows: list[list[int]]) -> None:
