@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "scrapy-simhash") -> int
         return EXIT_INPUT
     except UsageProblem as exc:
         progress.clear()
-        parser.print_usage(sys.stderr)
+        if exc.usage:
+            parser.print_usage(sys.stderr)
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -24,7 +24,11 @@ class InputError(Exception):
 
 
 class UsageProblem(Exception):
-    """A bad combination of arguments (exit code 2)."""
+    """A bad combination of arguments (exit code 2); ``usage``: print the usage line too."""
+
+    def __init__(self, message: str, *, usage: bool = True) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class Problems:

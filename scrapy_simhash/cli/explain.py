@@ -144,6 +144,10 @@ def compare_features(a: dict[str, float], b: dict[str, float]) -> Comparison:
     return Comparison(shared, only_a, only_b, low / high if high else 0.0)
 
 
+def _n(count: int | None, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _kind(name: str) -> str:
     if name.startswith("title:"):
         return "title word"
@@ -163,9 +167,9 @@ def describe(side: Side, min_features: int) -> list[str]:
         return lines
     titles = sum(f.startswith("title:") for f in side.features)
     headings = sum(f.startswith("h:") for f in side.features)
-    lines.append(f"  features: {len(side.features)} = {side.spots} spot signatures (the count "
-                 f"compared with min_features={min_features}) + {titles} title words + "
-                 f"{headings} heading words")
+    lines.append(f"  features: {len(side.features)} = {_n(side.spots, 'spot signature')} (the "
+                 f"count compared with min_features={min_features}) + "
+                 f"{_n(titles, 'title word')} + {_n(headings, 'heading word')}")
     if side.text_chars:
         share = side.feature_chars / side.text_chars
         lines.append(f"  text the features come from (title, headings, main-text blocks): "

@@ -17,7 +17,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
         from matplotlib.figure import Figure  # noqa: F401
     except ImportError:
-        raise UsageProblem(_MISSING) from None
+        raise UsageProblem(_MISSING, usage=False) from None
 
 
 def nearest_distances(fps: np.ndarray, sample: int = 5000, seed: int = 0
