@@ -323,7 +323,7 @@ class _Reader:
             if not (nibbles[voters] > 9).any():
                 self.problems.note(
                     f"{self.name}: every fingerprint is 16 digits without a hex letter: "
-                    "read as hexadecimal (pass --decimal if they are decimal)")
+                    "read as hexadecimal (--input-format decimal if they are decimal)")
         else:
             self.notation = "decimal"
 
