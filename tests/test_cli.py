@@ -206,7 +206,7 @@ def expected_parse(text, notation="auto"):
         votes = []
         for line in lines:
             field = line[:-1] if line.endswith("\r") else line
-            if (field and not field[:2].lower() == "0x" and 1 <= len(field) <= 20
+            if (field and field[:2].lower() != "0x" and 1 <= len(field) <= 20
                     and all(c in "0123456789abcdefABCDEF" for c in field)):
                 votes.append(len(field) == 16)
         if votes:
@@ -460,7 +460,7 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
 def test_report_and_plot(tmp_path):
     import matplotlib.image
 
-    fps, urls, jobdir, log = crawl_files(tmp_path)
+    _, urls, jobdir, log = crawl_files(tmp_path)
     png = tmp_path / "dist.png"
     proc = run("report", jobdir, log, "--plot", png, check=0)
     out = proc.stdout

@@ -161,7 +161,7 @@ class _Clusters:
         out: dict[str, list[str]] = {}
         for url in self.parent:
             out.setdefault(self.find(url), []).append(url)
-        return sorted(out.values(), key=lambda g: (-len(g), sorted(g)[0]))
+        return sorted(out.values(), key=lambda g: (-len(g), min(g)))
 
 
 # -- report -----------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
     shown = []
     for group in groups[:top]:
         first = [u for u in group if u not in distance_of] or group
-        head = sorted(first)[0]
+        head = min(first)
         rest = sorted(u for u in group if u != head)
         rep.say(f"\n{len(group)} pages, first {head}")
         for url in rest[:20]:

@@ -289,7 +289,8 @@ def cmd_explain(args: argparse.Namespace, problems: Problems, progress: Progress
 def add_commands(commands: Commands) -> None:
     p = commands.add(
         "explain", cmd_explain, "why two pages match or not: fingerprints, features, verdict",
-        formats=f"input: A, B: an HTML file each; or a URL/source of a page in --pages ({PAGES_HELP}); "
+        formats=f"input: A, B: an HTML file each; or a URL/source of a page in --pages "
+                f"({PAGES_HELP}); "
                 "or a URL stored in a crawl's state (--state JOBDIR): the state keeps "
                 "fingerprints and URLs only, so such a side shows its fingerprint, the "
                 "distance and the verdict, not its features.\n\noutput: for each page its "

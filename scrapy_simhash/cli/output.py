@@ -108,7 +108,7 @@ class Rows:
     def __enter__(self) -> Rows:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.flush()
 

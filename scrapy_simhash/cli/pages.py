@@ -119,7 +119,7 @@ def warc_pages(path: Path, problems: Problems) -> Iterator[Page]:
                 ctype = record.http_headers.get_header("Content-Type") or ""
                 if ctype and "html" not in ctype.lower():
                     continue
-                charset = re.search(r"charset=([\w.:-]+)", ctype, re.I)
+                charset = re.search(r"charset=([\w.:-]+)", ctype, re.IGNORECASE)
                 url = record.rec_headers.get_header("WARC-Target-URI") or (
                     f"{path}@{records.get_record_offset()}")
                 yield Page(url, record.content_stream().read(),
@@ -164,7 +164,7 @@ def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Prog
             progress("fingerprinting", pages)
             try:
                 done = fingerprint_page(page, min_features, args.seed)
-            except Exception as exc:  # a library bug must not end the batch
+            except Exception as exc:  # noqa: BLE001 (a library bug must not end the batch)
                 problems.add(page.source, None, f"cannot fingerprint: {exc!r}")
                 continue
             progress.clear()

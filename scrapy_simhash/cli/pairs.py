@@ -27,7 +27,6 @@ from scrapy_simhash.cli.options import (
     add_layout,
     add_output,
     count,
-    int_in,
 )
 from scrapy_simhash.cli.output import Progress, Rows, open_output
 
@@ -301,7 +300,7 @@ def open_index(path: str, distance: int | None) -> tuple[Any, int, list[str] | N
         index = SimhashIndex.load(path)
     except OSError as exc:
         raise InputError(path, None, exc.strerror or str(exc)) from None
-    except Exception as exc:  # whatever a foreign file makes the loader raise
+    except Exception as exc:  # noqa: BLE001 (whatever a foreign file makes the loader raise)
         raise InputError(path, None, f"not a saved index or crawl state: {exc}") from None
     version = index.fingerprint_version
     if version is not None and version != FINGERPRINT_VERSION:
@@ -361,18 +360,19 @@ def mib(size: int) -> str:
 def add_commands(commands: Commands) -> None:
     for name, func, what, output in (
         ("find-all", cmd_find_all, "every pair of fingerprints within K bits",
-         "output: a '#' header line, then one pair a line: key_a, key_b, distance, "
-         "fingerprint_a, fingerprint_b when the input has keys (pages with equal "
-         "fingerprints pair at distance 0); fingerprint_a, fingerprint_b, distance when "
-         "it has none (a fingerprint seen twice pairs with itself). --json: one object a "
-         "pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays."),
+         ("output: a '#' header line, then one pair a line: key_a, key_b, distance, "
+          "fingerprint_a, fingerprint_b when the input has keys (pages with equal "
+          "fingerprints pair at distance 0); fingerprint_a, fingerprint_b, distance when "
+          "it has none (a fingerprint seen twice pairs with itself). --json: one object a "
+          "pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays.")),
         ("clusters", cmd_clusters, "groups of fingerprints linked by matches within K bits",
-         "output: a '#' header line, then one member a line, each distinct member once, "
-         "largest cluster first: cluster, size, key, fingerprint with keys; cluster, size, "
-         "fingerprint, count (times seen) without. --json: one object a member; "
-         "--simhash-cpp: one JSON array of distinct decimal fingerprints a cluster."),
+         ("output: a '#' header line, then one member a line, each distinct member once, "
+          "largest cluster first: cluster, size, key, fingerprint with keys; cluster, size, "
+          "fingerprint, count (times seen) without. --json: one object a member; "
+          "--simhash-cpp: one JSON array of distinct decimal fingerprints a cluster.")),
     ):
-        p = commands.add(name, func, what, formats=f"input: {FINGERPRINT_FORMAT_HELP}\n\n{output}",
+        p = commands.add(name, func, what,
+                         formats=f"input: {FINGERPRINT_FORMAT_HELP}\n\n{output}",
                          example=f"fingerprint pages/ | scrapy-simhash {name} --distance 3")
         add_input(p)
         add_output(p)
@@ -401,7 +401,8 @@ def add_commands(commands: Commands) -> None:
 
     p = commands.add(
         "plan", cmd_plan, "the table layouts considered for K and N pages, and the choice",
-        formats="input: K and N only.\n\noutput: a table of the layouts considered, the chosen one marked '*', then "
+        formats="input: K and N only.\n\noutput: a table of the layouts considered, the "
+                "chosen one marked '*', then "
                 "its description; --json: one object a layout.",
         example="plan --distance 3 --pages 10M",
     )

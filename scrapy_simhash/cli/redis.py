@@ -60,12 +60,13 @@ def add_commands(commands: Commands) -> None:
     for name, func, what, formats, example in (
         ("redis-info", cmd_redis_info,
          "the metadata of a shared Redis index (k, layout, fingerprint version, size)",
-         "input: the index stored in Redis under --key.\n\noutput: the metadata as indented JSON (--json: on one line), or a line saying "
-         "there is no index under the key.",
+         ("input: the index stored in Redis under --key.\n\noutput: the metadata as "
+          "indented JSON (--json: on one line), or a line saying there is no index under "
+          "the key."),
          "redis-info --url redis://localhost:6379 --key demo:simhash"),
         ("redis-clear", cmd_redis_clear, "delete a shared Redis index (a crawl never does)",
-         "input: the index stored in Redis under --key.\n\noutput: one line saying how many keys were deleted; without --yes nothing is "
-         "deleted (exit 2).",
+         ("input: the index stored in Redis under --key.\n\noutput: one line saying how "
+          "many keys were deleted; without --yes nothing is deleted (exit 2)."),
          "redis-clear --url redis://localhost:6379 --key demo:simhash --yes"),
     ):
         p = commands.add(name, func, what, formats=formats, example=example)
