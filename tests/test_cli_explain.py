@@ -113,3 +113,11 @@ def test_fingerprint_labels_both_counts(pages):
     assert total == len(features(html)) > spots
     assert "the count compared with --min-features" in run(
         "fingerprint", "--help", check=0).stdout.replace("\n", " ")
+
+
+def test_a_file_of_several_pages_is_not_a_side(pages, tmp_path):
+    lines = tmp_path / "two.jsonl"
+    lines.write_text("".join(json.dumps({"url": f"http://x/{i}", "html": "<p>x</p>"}) + "\n"
+                             for i in range(2)))
+    proc = run("explain", lines, pages / "a.html", check=1)
+    assert "holds 2 pages" in proc.stderr

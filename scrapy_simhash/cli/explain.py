@@ -242,15 +242,12 @@ def _resolve(specs: Sequence[str], pages: Sequence[str], state_path: str | None,
     wanted: dict[str, list[int]] = {}
     for i, spec in enumerate(specs):
         path = Path(spec)
-        if path.is_file() and not pages:
+        if path.is_file():
             found = list(file_pages(path, problems))
             if len(found) != 1:
                 raise InputError(spec, None, f"holds {len(found)} pages: give one page, or "
                                              "this file as --pages and a URL of it")
             sides[i] = page_side(labels[i], found[0], min_features)
-        elif path.is_file():
-            sides[i] = page_side(labels[i], next(iter(file_pages(path, problems))),
-                                 min_features)
         else:
             wanted.setdefault(spec, []).append(i)
     if wanted and pages:
