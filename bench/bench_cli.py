@@ -94,15 +94,16 @@ def read_pairs(path: Path, fps: np.ndarray, cpp: bool) -> set[tuple[int, int]]:
     return found
 
 
-def run_once(args: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS in MiB, exit code of one child."""
+def run_once(args: list[str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system), peak RSS in MiB, exit code of one child."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     proc.stderr.close()
-    return seconds, usage.ru_maxrss // 1024, proc.returncode
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, cpu, usage.ru_maxrss // 1024, proc.returncode
 
 
 def baseline_command(rev: str, into: Path) -> list[str]:
@@ -157,7 +158,9 @@ def main() -> None:
     print(f"find-all, k={k}, end to end (read, index, pairs, write); median of repeats, "
           "runs of one size interleaved")
     print("reference (not measured): seomoz simhash-cpp, 1M fingerprints: 1.1-1.8 s")
-    print(f"{'fingerprints':>12} {'run':<22} {'seconds':>8} {'runs':>5} {'fps/s':>10}"
+    print("seconds: wall clock; cpu: the child's user + system CPU seconds (what a busy "
+          "machine barely moves)")
+    print(f"{'fingerprints':>12} {'run':<22} {'seconds':>8} {'cpu':>7} {'runs':>5} {'fps/s':>10}"
           f" {'planted found':>14} {'peak MiB':>9} {'input MiB':>9}")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         tmpdir = Path(tmp)
@@ -178,14 +181,14 @@ def main() -> None:
                 files[form] = tmpdir / f"fps-{n}.{form}"
                 write_input(files[form], fps, form)
             repeats = opts.repeats if n < 5_000_000 else 1
-            times: dict[str, list[tuple[float, int, int]]] = {r[0]: [] for r in rows}
+            times: dict[str, list[tuple]] = {r[0]: [] for r in rows}
             for _ in range(repeats):
                 for label, cmd, form, cpp in rows:
                     out = tmpdir / f"pairs-{n}.txt"
                     args = [*cmd, "find-all", "-i", str(files[form]), "-o", str(out),
                             "-d", str(k), *(["--simhash-cpp"] if cpp and cmd is new else [])]
                     times[label].append(run_once(args))
-                    if times[label][-1][2]:
+                    if times[label][-1][3]:
                         raise SystemExit(f"{label} failed on {n} fingerprints")
                     hit = len(planted & read_pairs(out, fps, cpp))
                     out.unlink()
@@ -193,9 +196,11 @@ def main() -> None:
             for label, cmd, form, _ in rows:
                 runs = times[label]
                 seconds = statistics.median(r[0] for r in runs)
-                peak = max(r[1] for r in runs)
-                hit = min(r[3] for r in runs)
-                print(f"{n:>12,} {label:<22} {seconds:>8.2f} {repeats:>5} {n / seconds:>10,.0f}"
+                cpu = statistics.median(r[1] for r in runs)
+                peak = max(r[2] for r in runs)
+                hit = min(r[4] for r in runs)
+                print(f"{n:>12,} {label:<22} {seconds:>8.2f} {cpu:>7.2f} {repeats:>5}"
+                      f" {n / seconds:>10,.0f}"
                       f" {hit:>7,}/{len(planted):<6,} {peak:>9,}"
                       f" {files[form].stat().st_size / 2**20:>9,.0f}", flush=True)
             if n <= 1_000_000:

@@ -289,26 +289,33 @@ class _Reader:
         windows = np.lib.stride_tricks.sliding_window_view(padded, _WIDTH)
         table = windows[np.minimum(s, len(padded) - _WIDTH)]
         inside = np.arange(_WIDTH) < width[:, None]
-        nibbles = np.where(inside, _HEX_VALUE[table], 0)
-        hex_chars = (nibbles.max(axis=1) <= 15) & (width >= 1) & (width <= _WIDTH)
-        nibbles = nibbles[:, :16]
-        is_hex = hex_chars & (width <= 16)
-        if self.notation == "auto":
-            self._decide(candidate & ~prefixed & hex_chars, width, nibbles)
-        hex_ok = candidate & is_hex & (prefixed | (self.notation == "hex"))
         values = np.zeros(len(s), np.uint64)
-        if hex_ok.any():
-            rows = np.flatnonzero(hex_ok)
-            nib = nibbles[rows]
-            packed = (nib[:, 0::2] << 4) | nib[:, 1::2]
-            full = packed.astype(np.uint8).view(">u8").ravel().astype(np.uint64)
-            values[rows] = full >> (np.uint64(4) * (16 - width[rows]).astype(np.uint64))
-        ok = hex_ok
+        ok = np.zeros(len(s), bool)
+        # hex digits are looked at only where they can matter: to decide the
+        # notation, in a hex input, on 0x-prefixed fields
+        rows = (np.arange(len(s)) if self.notation != "decimal"
+                else np.flatnonzero(prefixed & candidate))
+        if len(rows):
+            nibbles = np.where(inside[rows], _HEX_VALUE[table[rows]], 0)
+            hex_chars = (nibbles.max(axis=1) <= 15) & (width[rows] >= 1)
+            nibbles = nibbles[:, :16]
+            is_hex = hex_chars & (width[rows] <= 16)
+            if self.notation == "auto":
+                voters = candidate[rows] & ~prefixed[rows] & hex_chars
+                self._decide(voters, width[rows], nibbles)
+            hex_ok = candidate[rows] & is_hex & (prefixed[rows] | (self.notation == "hex"))
+            if hex_ok.any():
+                sel = rows[hex_ok]
+                nib = nibbles[hex_ok]
+                packed = (nib[:, 0::2] << 4) | nib[:, 1::2]
+                full = packed.astype(np.uint8).view(">u8").ravel().astype(np.uint64)
+                values[sel] = full >> (np.uint64(4) * (16 - width[sel]).astype(np.uint64))
+                ok[sel] = True
         if self.notation == "decimal":
             dec_ok, dec_values = _decimal(table, width, inside)
             dec_ok &= candidate & ~prefixed
             values = np.where(dec_ok, dec_values, values)
-            ok = ok | dec_ok
+            ok |= dec_ok
         return values, ok
 
     def _decide(self, voters: np.ndarray, width: np.ndarray, nibbles: np.ndarray) -> None:

@@ -123,6 +123,7 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
     if not len(fl.fingerprints):
         return _no_input(args.input, problems)
     entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
+    del fl  # the members are all that is needed from here: free the list's copy
     layout = resolve_layout(args.distance, len(entries.fingerprints), args.blocks, args.layout)
     pairs, distances = entry_pairs(entries, args.distance, layout, progress)
     fps = entries.fingerprints
@@ -162,6 +163,7 @@ def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progres
     if not len(fl.fingerprints):
         return _no_input(args.input, problems)
     entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
+    del fl  # the members are all that is needed from here: free the list's copy
     layout = resolve_layout(args.distance, len(entries.fingerprints), args.blocks, args.layout)
     groups = member_clusters(entries, args.distance, layout, progress)
     fps = entries.fingerprints
