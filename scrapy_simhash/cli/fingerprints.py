@@ -297,7 +297,8 @@ class _Reader:
                 else np.flatnonzero(prefixed & candidate))
         if len(rows):
             nibbles = np.where(inside[rows], _HEX_VALUE[table[rows]], 0)
-            hex_chars = (nibbles.max(axis=1) <= 15) & (width[rows] >= 1)
+            hex_chars = ((nibbles.max(axis=1) <= 15) & (width[rows] >= 1)
+                         & (width[rows] <= _WIDTH))
             nibbles = nibbles[:, :16]
             is_hex = hex_chars & (width[rows] <= 16)
             if self.notation == "auto":
