@@ -13,8 +13,9 @@ input's bare fingerprints are hex or decimal is decided once per input, from
 its first block of lines: hex when every one of them made of 1 to 20 hex
 characters is 16 long, decimal otherwise (``--input-format`` decides instead).
 A header line (``#`` then tab-separated names) places the fingerprint column
-(``fingerprint``, ``fp``, ``simhash`` or ``hash``) and the key column (``source``, ``url``, ``key``,
-``path`` or ``id``); without one, a line with a tab is ``KEY<TAB>FP``. Other
+(``fingerprint``, ``fp``, ``simhash`` or ``hash``) and the key column
+(``source``, ``url``, ``key``, ``path`` or ``id``); without one, a line with a
+tab is ``KEY<TAB>FP``. Other
 ``#`` lines and blank lines are skipped; ``-`` as a fingerprint is a page that
 has none (skipped, counted). JSON lines (objects with a ``fingerprint`` field,
 hex string or number, and a ``source``/``url``/``key``) are read too, so the
