@@ -7,6 +7,8 @@ import logging
 
 import pytest
 import scrapy
+
+import scrapy_simhash
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
 
@@ -105,16 +107,26 @@ async def test_drop(site, caplog):
     assert stats.get_value("item_scraped_count") == 4
     assert stats.get_value("spider_exceptions/count") is None
     assert stats.get_value("finish_reason") == "finished"
-    assert messages(caplog) == [
-        f"Dropped near-duplicate <200 {site.url('/b')}> (distance 0 to <{site.url('/a')}>)"
-    ]
+    [message] = messages(caplog)
+    assert message.startswith(
+        f"Dropped <200 {site.url('/b')}>: a near-duplicate of <{site.url('/a')}> (distance 0, "
+    )
+    assert "SIMHASH_DEBUG = True" in message  # the first drop says how to see them all
     record = next(r for r in caplog.records if r.name == "scrapy_simhash.dropped")
     assert record.levelno == logging.INFO
     assert record.simhash["duplicate_of"] == site.url("/a")
     assert record.simhash["action"] == "drop"
+    assert record.simhash["spot_signatures"] >= 6
+    assert f"{record.simhash['spot_signatures']} spot signatures)" in message
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     summary = [m for m in messages(caplog, "scrapy_simhash.middleware") if "fingerprinted" in m]
-    assert summary and "1 near-duplicates" in summary[0]
+    assert summary == [
+        "Simhash: 5 responses fingerprinted, 1 near-duplicate (action drop), 4 pages in the "
+        f"index, {stats.get_value('simhash/cpu_seconds'):.3f} s of CPU"
+    ]
+    [opened] = [m for m in messages(caplog, "scrapy_simhash.middleware") if "in the index;" in m]
+    assert opened.startswith(f"scrapy-simhash {scrapy_simhash.__version__}: 0 pages in the index;")
+    assert "max_distance=3, layout=auto," in opened and "action=drop" in opened
 
 
 @deferred_f_from_coro_f
@@ -140,7 +152,7 @@ async def test_log_only(site, caplog):
     assert crawler.stats.get_value("simhash/outlinks_dropped_count") is None
     record = next(r for r in caplog.records if r.name == "scrapy_simhash.dropped")
     assert record.levelno == logging.WARNING
-    assert record.getMessage().startswith(f"Found near-duplicate <200 {site.url('/b')}>")
+    assert record.getMessage().startswith(f"Found <200 {site.url('/b')}>: a near-duplicate of")
 
 
 @deferred_f_from_coro_f
@@ -227,32 +239,51 @@ async def test_audit_file_and_signal(site, tmp_path):
 
     settings = {**MW, "SIMHASH_LOG_FILE": str(log_file)}
     await crawl(SignalSpider, settings, base=site.base)
-    [line] = log_file.read_text(encoding="utf-8").splitlines()
-    entry = json.loads(line)
+    opened, entry, closed = map(json.loads, log_file.read_text(encoding="utf-8").splitlines())
     assert set(entry) == {
-        "time", "spider", "url", "duplicate_of", "distance",
-        "fingerprint", "duplicate_fingerprint", "action",
+        "event", "time", "spider", "url", "duplicate_of", "distance",
+        "fingerprint", "duplicate_fingerprint", "action", "spot_signatures",
     }  # fmt: skip
+    assert entry["event"] == "drop"
     assert entry["spider"] == "site"
     assert entry["url"] == site.url("/b")
     assert entry["duplicate_of"] == site.url("/a")
     assert entry["distance"] == 0
     assert entry["action"] == "drop"
+    assert entry["spot_signatures"] >= 6
     assert len(entry["fingerprint"]) == 16
     assert entry["fingerprint"] == entry["duplicate_fingerprint"]
     [kw] = received
     assert kw["response"].url == site.url("/b")
     assert kw["duplicate_of"] == site.url("/a")
     assert kw["distance"] == 0
+    assert kw["spot_signatures"] == entry["spot_signatures"]
     assert f"{kw['fingerprint']:016x}" == entry["fingerprint"]
+    # a run is framed by an open and a close line
+    assert opened["event"] == "open" and opened["spider"] == "site"
+    assert opened["version"] == scrapy_simhash.__version__
+    assert opened["index_size"] == 0
+    assert opened["settings"]["max_distance"] == 3 and opened["settings"]["action"] == "drop"
+    assert closed["event"] == "close" and closed["reason"] == "finished"
+    assert (closed["responses"], closed["duplicates"], closed["index_size"]) == (5, 1, 4)
+    assert opened["time"] <= entry["time"] <= closed["time"]
+
+    # a second run appends its own framed lines
+    await crawl(SignalSpider, settings, base=site.base)
+    events = [json.loads(line)["event"] for line in log_file.read_text().splitlines()]
+    assert events == ["open", "drop", "close"] * 2
 
 
 @deferred_f_from_coro_f
-async def test_invalid_setting_fails_at_start(site):
+async def test_invalid_setting_fails_at_start(site, caplog):
     site.serve({"/": article_html(1)})
     with pytest.raises(ValueError, match=r"SIMHASH_ACTION.*'explode'"):
         await crawl(SiteSpider, {**MW, "SIMHASH_ACTION": "explode"}, base=site.base)
     assert site.hits["/"] == 0
+    assert errors(caplog) == [
+        "The crawl cannot start: Invalid SIMHASH_ACTION setting: 'explode' "
+        "(expected one of drop, drop_outlinks, log)"
+    ]
 
 
 @deferred_f_from_coro_f
@@ -275,15 +306,18 @@ class FlakyBackend(MemoryBackend):
         return super().query_and_add(fingerprint, url, add=add)
 
 
+def errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 @deferred_f_from_coro_f
-async def test_backend_failing_at_open_stops_the_crawl(site, caplog):
+async def test_backend_failing_at_open_stops_the_crawl_before_it_starts(site, caplog):
     serve_dup_site(site)
     settings = {**MW, "SIMHASH_BACKEND": f"{__name__}.FailingOpenBackend"}
-    crawler = await crawl(SiteSpider, settings, base=site.base)
-    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
-    assert site.hits["/a1"] == 0
-    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert any("index server unreachable" in m and "SIMHASH_BACKEND" in m for m in errors)
+    with pytest.raises(BackendError, match="index server unreachable"):
+        await crawl(SiteSpider, settings, base=site.base)
+    assert site.hits["/"] == 0
+    assert errors(caplog) == ["The crawl cannot start: index server unreachable"]
 
 
 @deferred_f_from_coro_f
@@ -312,8 +346,10 @@ async def test_backend_error_stop(site):
 
 
 @deferred_f_from_coro_f
-async def test_unwritable_audit_file_stops_the_crawl(site, tmp_path, caplog):
+async def test_unwritable_audit_file_stops_the_crawl_before_it_starts(site, tmp_path, caplog):
     serve_dup_site(site)
-    crawler = await crawl(SiteSpider, {**MW, "SIMHASH_LOG_FILE": str(tmp_path)}, base=site.base)
-    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
-    assert any(str(tmp_path) in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+    with pytest.raises(OSError, match="SIMHASH_LOG_FILE"):
+        await crawl(SiteSpider, {**MW, "SIMHASH_LOG_FILE": str(tmp_path)}, base=site.base)
+    assert site.hits["/"] == 0
+    [error] = errors(caplog)
+    assert error.startswith(f"The crawl cannot start: Cannot open SIMHASH_LOG_FILE {tmp_path}:")

@@ -18,7 +18,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_simhash import NearDuplicate, SimhashMiddleware
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.memory import MemoryBackend
-from scrapy_simhash.fingerprinting import fingerprint, hamming
+from scrapy_simhash.fingerprinting import fingerprint, fingerprint_details, hamming
 from tests.fixtures_http import article_html
 
 pytestmark = pytest.mark.scrapy
@@ -97,8 +97,9 @@ def test_spider_gets_lxml_html_elements():
     of them outlives the read, so the spider sees lxml.html's classes."""
     mw = make_mw()
     response = html("https://example.com/a", 3)
-    fp = mw.fingerprint_response(response)
-    assert fp == fingerprint(response.selector.root)
+    result = mw.fingerprint_response(response)
+    assert result == fingerprint_details(response.selector.root)
+    assert result.fingerprint is not None
     elements = list(response.selector.root.iter())
     assert len(elements) >= 10
     assert all(isinstance(el, (HtmlElement, HtmlComment)) for el in elements)
