@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 import scrapy
+import scrapy.cmdline
 
 import scrapy_simhash
 from scrapy.http import HtmlResponse
@@ -353,3 +360,139 @@ async def test_unwritable_audit_file_stops_the_crawl_before_it_starts(site, tmp_
     assert site.hits["/"] == 0
     [error] = errors(caplog)
     assert error.startswith(f"The crawl cannot start: Cannot open SIMHASH_LOG_FILE {tmp_path}:")
+
+
+# -- `scrapy crawl` in a subprocess: what a user sees ------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+PROJECT_SPIDER = '''
+import time
+from pathlib import Path
+
+import scrapy
+
+
+class SiteSpider(scrapy.Spider):
+    """Follows every link from base/; appends each path its callback reached to
+    the file ``reached``; blocks in the callback of path ``hang``."""
+
+    name = "site"
+
+    def __init__(self, base, reached, hang="", **kwargs):
+        super().__init__(**kwargs)
+        self.base, self.reached, self.hang = base, reached, hang
+
+    async def start(self):
+        yield scrapy.Request(self.base + "/", dont_filter=True)
+
+    def parse(self, response):
+        path = response.url[len(self.base):]
+        if path == self.hang:
+            Path(self.reached + ".hang").write_text(path)
+            time.sleep(120)  # killed here
+        with open(self.reached, "a") as stream:
+            stream.write(path + "\\n")
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+'''
+
+
+def make_project(root: Path) -> Path:
+    """A ``scrapy startproject``-like project using the add-on, in *root*."""
+    package = root / "proj"
+    (package / "spiders").mkdir(parents=True)
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+    (package / "__init__.py").write_text("")
+    (package / "spiders" / "__init__.py").write_text("")
+    (package / "spiders" / "site.py").write_text(PROJECT_SPIDER)
+    (package / "settings.py").write_text(
+        'BOT_NAME = "proj"\n'
+        'SPIDER_MODULES = ["proj.spiders"]\n'
+        'ADDONS = {"scrapy_simhash.Addon": 0}\n'
+        "ROBOTSTXT_OBEY = False\n"
+        "TELNETCONSOLE_ENABLED = False\n"
+        "REMOTE_CONTROL_ENABLED = False\n"
+        "CONCURRENT_REQUESTS = 1\n"
+        "RETRY_ENABLED = False\n"
+        'LOG_LEVEL = "INFO"\n'
+    )
+    return root
+
+
+def scrapy_command(project: Path, *args: str, **popen: Any) -> subprocess.Popen:
+    """Start ``python -m scrapy ARGS`` in *project*, with this checkout importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), str(project), env.get("PYTHONPATH")) if p
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        **popen,
+    )
+
+
+def run_scrapy(project: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    proc = scrapy_command(project, *args)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+# Scrapy >= 2.14 runs `scrapy crawl` on asyncio (AsyncCrawlerProcess), whose
+# task exception the middleware marks as seen; 2.13's CrawlerProcess hands the
+# failure to a Deferred that Twisted reports with its traceback after our line.
+ONE_LINE = hasattr(scrapy.cmdline, "AsyncCrawlerProcess")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("setting", "names"),
+    [
+        (["-s", "SIMHASH_ACTION=explode"], "Invalid SIMHASH_ACTION setting: 'explode'"),
+        (["-s", "SIMHASH_MAX_DISTANCE=64"], "Invalid SIMHASH_MAX_DISTANCE setting: '64'"),
+        (["-s", "SIMHASH_PERSIST_PATH=bad.seen"], "bad.seen"),
+        (["-s", "SIMHASH_BACKEND=redis", "-s", "SIMHASH_REDIS_URL=redis://127.0.0.1:{port}"],
+         "Cannot reach Redis at"),
+    ],
+    ids=["bad-choice", "bad-number", "corrupt-state", "redis-unreachable"],
+)
+def test_start_failure_is_one_line_and_exit_1(tmp_path, site, setting, names):
+    if "SIMHASH_BACKEND=redis" in setting:
+        pytest.importorskip("redis")
+    project = make_project(tmp_path)
+    (project / "bad.seen").write_bytes(b"garbage")
+    setting = [s.format(port=_free_port()) for s in setting]
+    site.serve({"/": article_html(1)})
+    done = run_scrapy(
+        project, "crawl", "site", *setting,
+        "-a", f"base={site.base}", "-a", f"reached={tmp_path / 'reached'}",
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if names in line]
+    assert lines, done.stderr[-3000:]
+    assert "[scrapy_simhash.middleware] ERROR: The crawl cannot start: " in lines[0]
+    assert site.hits["/"] == 0
+    assert (project / "bad.seen").read_bytes() == b"garbage"
+    if ONE_LINE:
+        assert len(lines) == 1, done.stderr[-3000:]
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert "Task exception was never retrieved" not in done.stderr
+
+
+def test_crawl_exits_0_and_logs_version_and_totals(tmp_path, site):
+    project = make_project(tmp_path)
+    serve_dup_site(site)
+    done = run_scrapy(
+        project, "crawl", "site", "-a", f"base={site.base}", "-a", f"reached={tmp_path / 'r'}"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    err = done.stderr
+    assert f"[scrapy_simhash.middleware] INFO: scrapy-simhash {scrapy_simhash.__version__}: " in err
+    assert "1 near-duplicate (action drop)" in err
+    assert "Traceback" not in err
