@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import time
+from pathlib import Path
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -13,7 +16,7 @@ from scrapy_simhash.backends.memory import MemoryBackend
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.index import RecordLog
 from tests.fixtures_http import article_html, crawl
-from tests.test_crawl import MW, SiteSpider
+from tests.test_crawl import MW, SiteSpider, make_project, run_scrapy, scrapy_command
 
 pytestmark = pytest.mark.scrapy
 
@@ -166,3 +169,41 @@ async def test_stopped_crawl_resumes_with_its_index(site, tmp_path):
     assert "/b" not in second.spider.parsed
     assert second.stats.get_value("simhash/duplicate_count") == 1
     assert second.stats.get_value("simhash/initial_index_size") >= 2
+
+
+def test_pages_indexed_before_a_kill_reach_the_spider_on_resume(site, tmp_path):
+    """kill -9 while the spider is in a page's callback: that page was indexed but
+    never processed. On resume its request is fetched again and must reach the
+    spider (it is the same URL, not a near-duplicate of another page)."""
+    pages = [f"/p{i}" for i in range(1, 13)]
+    site.serve({"/": article_html(0, links=tuple(pages))}
+               | {path: article_html(i) for i, path in enumerate(pages, 1)})
+    project = make_project(tmp_path / "project")
+    job, reached, drops = tmp_path / "job", tmp_path / "reached", tmp_path / "drops.jsonl"
+    args = ["crawl", "site", "-s", f"JOBDIR={job}", "-s", f"SIMHASH_LOG_FILE={drops}",
+            "-a", f"base={site.base}", "-a", f"reached={reached}"]
+    first = scrapy_command(project, *args, "-a", "hang=/p6")
+    try:
+        deadline = time.monotonic() + 90
+        while not Path(f"{reached}.hang").exists():
+            assert first.poll() is None, first.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the crawl never reached /p6"
+            time.sleep(0.1)
+    finally:
+        first.kill()  # SIGKILL: no spider_closed, no flush of Scrapy's queue state
+        first.communicate(timeout=30)
+    state = RecordLog.read(job / "simhash.seen")
+    indexed = {p.decode()[len(site.base):] for p in state.payloads}
+    before = reached.read_text().split()
+    assert "/p6" in indexed and "/p6" not in before  # indexed, never processed
+
+    second = run_scrapy(project, *args, timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = reached.read_text().split()[len(before):]
+    assert set(before) | set(after) == {"/", *pages}  # every page reached the spider
+    assert "/p6" in after
+    events = [json.loads(line) for line in drops.read_text().splitlines()]
+    assert [e["event"] for e in events if e["event"] != "drop"] == ["open", "open", "close"]
+    assert not [e for e in events if e["event"] == "drop" and e["url"] == e["duplicate_of"]]
+    assert events[-1]["self_matches"] >= 1
+    assert "Traceback" not in second.stderr
