@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -207,3 +208,56 @@ def test_pages_indexed_before_a_kill_reach_the_spider_on_resume(site, tmp_path):
     assert not [e for e in events if e["event"] == "drop" and e["url"] == e["duplicate_of"]]
     assert events[-1]["self_matches"] >= 1
     assert "Traceback" not in second.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 8 KB file system (tmpfs); skipped where mounting is not allowed."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mount)],
+            capture_output=True, timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        (mount / "filler").write_bytes(b"x" * 4096)  # one of the two pages
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30)
+
+
+@deferred_f_from_coro_f
+async def test_full_disk_keeps_checking_in_memory_and_ends_with_an_error(
+    site, small_disk, caplog
+):
+    """The state file fills the disk after a few pages: pages are still checked
+    (copies dropped), the warning says so, and the crawl ends with an ERROR."""
+    long = "x" * 600  # ~650-byte records: the 4 KB left hold a few
+    originals = [f"/p{i}-{long}" for i in range(1, 11)]
+    copies = [f"/copy{i}" for i in range(1, 4)]  # of p8, p9, p10, met after the disk is full
+    pages = {"/": article_html(0, links=(*originals, *copies))}
+    pages |= {path: article_html(i) for i, path in enumerate(originals, 1)}
+    pages |= {path: article_html(7 + i, chrome="Other menu") for i, path in enumerate(copies, 1)}
+    site.serve(pages)
+    path = small_disk / "state.seen"
+    crawler = await crawl(SiteSpider, {**MW, "SIMHASH_PERSIST_PATH": str(path)}, base=site.base)
+    stats = crawler.stats
+    assert sorted(crawler.spider.parsed) == sorted(["/", *originals])  # nothing lost
+    assert stats.get_value("simhash/duplicate_count") == 3  # still checked in memory
+    assert stats.get_value("simhash/index_size") == 11
+    unsaved = stats.get_value("simhash/persist_error_count")
+    assert unsaved and unsaved < 11
+    assert stats.get_value("simhash/backend_error_count") is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+                and r.name.startswith("scrapy_simhash")]
+    assert len([m for m in warnings if "state not saved" in m]) == 1
+    assert not [m for m in warnings if "unchecked" in m]
+    [error] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert error.startswith(f"The simhash state file {path} misses {unsaved} page")
+    saved = RecordLog.read(path)  # what was written is readable
+    assert 0 < len(saved.fingerprints) <= 11 - unsaved
