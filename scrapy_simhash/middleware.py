@@ -428,13 +428,17 @@ class SimhashMiddleware:
             drop_logger.log(
                 level,
                 "%(verb)s %(response)s: a near-duplicate of <%(duplicate_of)s> "
-                "(distance %(distance)d, %(features)s)%(hint)s",
+                "(distance %(distance)d%(features)s)%(hint)s",
                 {
                     "verb": _VERBS[self.action],
                     "response": response,
                     "distance": duplicate.distance,
                     "duplicate_of": duplicate.url,
-                    "features": _plural(result.feature_count, "spot signature"),
+                    "features": (
+                        ", " + _plural(result.feature_count, "spot signature")
+                        if result.feature_count
+                        else ""  # unknown: fingerprint_response returned an int
+                    ),
                     "hint": hint,
                 },
                 extra={"spider": spider, "simhash": record},
