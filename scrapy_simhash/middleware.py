@@ -34,6 +34,7 @@ A run without a ``"close"`` line was killed. Lines written before version
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -130,18 +131,16 @@ def _start_failed(error: Exception) -> None:
     """
     logger.error("The crawl cannot start: %(error)s", {"error": error})
     try:
-        import asyncio
-
         task = asyncio.current_task()
-    except RuntimeError:  # no running event loop
-        task = None
+    except RuntimeError:  # no running event loop: Twisted's own reporting applies
+        return
     if task is not None:
         task.add_done_callback(_retrieve_exception)
 
 
-def _retrieve_exception(task: Any) -> None:
+def _retrieve_exception(task: asyncio.Task) -> None:
     if not task.cancelled():
-        task.exception()
+        task.exception()  # marks it as retrieved; it was logged in one line
 
 
 class SimhashMiddleware:
