@@ -28,8 +28,9 @@ is an object with an ``"event"``:
   ``duplicates``, ``self_matches``, ``index_size`` and ``unpersisted`` (pages
   indexed but not written to the state file).
 
-A run without a ``"close"`` line was killed. Lines written before version
-0.2 have no ``"event"`` key: they are drops.
+A run without a ``"close"`` line was killed (or failed to start after the
+middleware was built). Lines written by earlier versions have no
+``"event"`` key: they are drops.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ from scrapy.settings import BaseSettings
 
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
 from scrapy_simhash.backends.state import STATE_FILE
-
 from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
 

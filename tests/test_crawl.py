@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 import scrapy
 import scrapy.cmdline
-
-import scrapy_simhash
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+import scrapy_simhash
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.memory import MemoryBackend
@@ -128,8 +127,10 @@ async def test_drop(site, caplog):
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     summary = [m for m in messages(caplog, "scrapy_simhash.middleware") if "fingerprinted" in m]
     assert summary == [
-        "Simhash: 5 responses fingerprinted, 1 near-duplicate (action drop), 4 pages in the "
-        f"index, {stats.get_value('simhash/cpu_seconds'):.3f} s of CPU"
+        (
+            "Simhash: 5 responses fingerprinted, 1 near-duplicate (action drop), 4 pages in "
+            f"the index, {stats.get_value('simhash/cpu_seconds'):.3f} s of CPU"
+        )
     ]
     [opened] = [m for m in messages(caplog, "scrapy_simhash.middleware") if "in the index;" in m]
     assert opened.startswith(f"scrapy-simhash {scrapy_simhash.__version__}: 0 pages in the index;")
@@ -288,8 +289,10 @@ async def test_invalid_setting_fails_at_start(site, caplog):
         await crawl(SiteSpider, {**MW, "SIMHASH_ACTION": "explode"}, base=site.base)
     assert site.hits["/"] == 0
     assert errors(caplog) == [
-        "The crawl cannot start: Invalid SIMHASH_ACTION setting: 'explode' "
-        "(expected one of drop, drop_outlinks, log)"
+        (
+            "The crawl cannot start: Invalid SIMHASH_ACTION setting: 'explode' "
+            "(expected one of drop, drop_outlinks, log)"
+        )
     ]
 
 

@@ -218,7 +218,7 @@ def small_disk(tmp_path):
     try:
         done = subprocess.run(
             ["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mount)],
-            capture_output=True, timeout=30,
+            capture_output=True, timeout=30, check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"cannot mount a tmpfs: {exc}")
@@ -229,7 +229,7 @@ def small_disk(tmp_path):
         yield mount
     finally:
         # lazy: the state file may still be open (a failed close leaves it so)
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30, check=False)
 
 
 @deferred_f_from_coro_f

@@ -10,8 +10,8 @@ import re
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 from scrapy_simhash import settings as settings_module
+from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 from scrapy_simhash.settings import DEFAULTS, SETTINGS, SimhashSettings
 
 pytestmark = pytest.mark.scrapy
