@@ -73,7 +73,8 @@ class CrawlResult:
         self.fetched = [s.url for s in self.served if classify(s.url).kind != "robots"]
         self.dropped = {d["url"]: d for d in self.drops}
         # One view of a URL per drop (the start URL can be fetched twice: it bypasses the
-        # dupefilter, so a later link to it is fetched again and dropped as its own copy).
+        # dupefilter, so a later link to it is fetched again, and kept: a page is never
+        # dropped as a copy of its own URL).
         self.kept = list((Counter(self.fetched) - Counter(d["url"] for d in self.drops)).elements())
 
     def path(self, url: str) -> str:
@@ -119,7 +120,7 @@ def run_crawl(
         returncode=proc.returncode,
         served=list(site.served),
         items=_read_jsonl(items),
-        drops=_read_jsonl(drops),
+        drops=[d for d in _read_jsonl(drops) if d.get("event", "drop") == "drop"],
         stats=json.loads(stats.read_text()) if stats.exists() else {},
         log_path=log,
     )
@@ -167,8 +168,8 @@ def check(result: CrawlResult) -> list[tuple[bool, str]]:
     checks.append((result.returncode == 0, f"scrapy crawl exited with status {result.returncode}"))
 
     views = Counter(classify(u).group for u in result.fetched)
-    kept = Counter(classify(u).group for u in result.kept)
     kept_urls = set(result.kept)
+    kept = Counter(classify(u).group for u in kept_urls)  # kept at one URL
     foreign = [
         d for d in result.drops
         if classify(d["url"]).group != classify(d["duplicate_of"]).group

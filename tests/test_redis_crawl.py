@@ -71,12 +71,13 @@ async def test_two_crawls_share_the_index(site, redis_url, redis_client):
     assert sorted(first.spider.parsed) == ["/", "/a", "/b"]
     assert first.stats.get_value("simhash/duplicate_count") == 2
     assert first.stats.get_value("simhash/index_size") == 3
-    # a later crawl of the same spider joins the kept keys: every page is known
+    # a later crawl of the same spider joins the kept keys: every page is known;
+    # a page at its own URL is kept (never a copy of itself), the copies are dropped
     second = await crawl(ChainSpider, redis_settings(redis_url), base=site.base)
-    assert second.spider.parsed == ["/"]  # the start URL is dont_filter
+    assert sorted(second.spider.parsed) == ["/", "/a", "/b"]
     assert second.stats.get_value("simhash/initial_index_size") == 3
-    assert second.stats.get_value("simhash/kept_dont_filter_count") == 1
-    assert second.stats.get_value("simhash/duplicate_count") == 4
+    assert second.stats.get_value("simhash/self_match_count") == 3
+    assert second.stats.get_value("simhash/duplicate_count") == 2
     assert redis_client.hlen("chain:simhash:urls") == 3
     # SIMHASH_RESET starts it empty again
     third = await crawl(ChainSpider, redis_settings(redis_url, SIMHASH_RESET=True), base=site.base)
@@ -100,8 +101,8 @@ async def test_mismatched_layout_stops_the_crawl(site, redis_url, caplog):
     serve_chain(site)
     await crawl(ChainSpider, redis_settings(redis_url), base=site.base)
     settings = redis_settings(redis_url, SIMHASH_LAYOUT="13,13,13,13,12")
-    crawler = await crawl(ChainSpider, settings, base=site.base)
-    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
+    with pytest.raises(BackendError, match="was built with layout="):
+        await crawl(ChainSpider, settings, base=site.base)  # stopped before it starts
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any("was built with layout=" in m for m in errors), errors
 
@@ -173,17 +174,21 @@ def test_two_scrapy_processes_share_one_index(redis_url, redis_client, tmp_path,
         served = list(demo_site.served)
 
     kept = [url.decode() for url in redis_client.hvals("demo:simhash:urls")]
-    drops = [
+    events = [
         json.loads(line)
         for name in ("one", "two")
         for line in (tmp_path / f"{name}.drops.jsonl").read_text().splitlines()
     ]
+    drops = [e for e in events if e["event"] == "drop"]
     stats = [json.loads((tmp_path / f"{n}.stats.json").read_text()) for n in ("one", "two")]
 
-    # every page was fingerprinted once: either kept in the shared index or dropped
-    # (the start URL, dont_filter in both processes, is kept once and passed through once)
+    # every page was fingerprinted once: either kept in the shared index or dropped,
+    # or passed through when the other process had indexed its very URL
     checked = sum(s.get("simhash/response_count", 0) for s in stats)
-    passed = sum(s.get("simhash/kept_dont_filter_count", 0) for s in stats)
+    passed = sum(
+        s.get("simhash/kept_dont_filter_count", 0) + s.get("simhash/self_match_count", 0)
+        for s in stats
+    )
     assert checked == len(kept) + len(drops) + passed
     assert sum(s.get("simhash/backend_error_count", 0) for s in stats) == 0
     # no two kept pages are near-duplicates, although both processes fetched every page
