@@ -972,6 +972,9 @@ def build_parser(prog: str = "scrapy-simhash") -> argparse.ArgumentParser:
         if name == "redis-clear":
             p.add_argument("--yes", action="store_true", help="really delete it")
         p.set_defaults(func=func)
+    from scrapy_simhash.cli import spark as spark_cli
+
+    spark_cli.add_parser(sub)
     return parser
 
 
