@@ -5,15 +5,15 @@ PY      = $(VENV)/bin/python
 MIN_VENV ?= .venv-min
 MIN_SCRAPY ?= scrapy==2.13.4
 
-.PHONY: all venv test test-latest test-min demo redis-server bench bench-fingerprint \
-        bench-quality bench-index bench-middleware bench-redis bench-cli clean
+.PHONY: all venv test test-latest test-min demo redis-server java bench bench-fingerprint \
+        bench-quality bench-index bench-middleware bench-redis bench-cli bench-spark clean
 
 all: test
 
 $(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc]"
+	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc,spark]"
 	touch $@
 
 venv: $(VENV)/.stamp
@@ -31,11 +31,18 @@ redis-server:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 
+# The Spark tests need a Java runtime; install Debian's when there is none.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "installing Debian's openjdk-17-jre-headless"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+
 # The whole suite on the newest Scrapy, then the Scrapy layer on the oldest supported one.
 test: test-latest test-min
 
 # The compiled walk must have been built (else the suite would test only the Python one).
-test-latest: venv redis-server
+test-latest: venv redis-server java
 	$(PY) -c "import scrapy_simhash.fingerprinting._walk"
 	$(PY) -m pytest tests
 
@@ -66,6 +73,9 @@ bench-redis: venv redis-server
 
 bench-cli: venv
 	$(PY) -m bench.bench_cli
+
+bench-spark: venv java
+	$(PY) -m bench.bench_spark --n 1000000
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so build

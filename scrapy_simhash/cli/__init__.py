@@ -2,8 +2,9 @@
 
 Commands come in groups, one module each (:data:`COMMAND_GROUPS`): ``pages``
 (``fingerprint``), ``pairs`` (``find-all``, ``clusters``, ``query``,
-``plan``), ``explain``, ``crawl`` (``report``, ``salvage``) and ``redis``
-(``redis-info``, ``redis-clear``). Every command reads and writes the one
+``plan``), ``explain``, ``crawl`` (``report``, ``salvage``), ``redis``
+(``redis-info``, ``redis-clear``) and ``spark`` (``spark-pairs``,
+``spark-clusters``). Every command reads and writes the one
 fingerprint list format of :mod:`scrapy_simhash.cli.fingerprints`, so they
 chain: ``scrapy-simhash fingerprint pages/ | scrapy-simhash find-all``.
 
@@ -38,6 +39,7 @@ COMMAND_GROUPS = (
     "scrapy_simhash.cli.explain",
     "scrapy_simhash.cli.crawl",
     "scrapy_simhash.cli.redis",
+    "scrapy_simhash.cli.spark",
 )
 
 
