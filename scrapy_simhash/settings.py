@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from scrapy.settings import BaseSettings
 
@@ -207,3 +207,72 @@ def _get_redis_key(settings: BaseSettings) -> str:
     except (KeyError, ValueError, TypeError) as exc:
         raise _invalid("SIMHASH_REDIS_KEY", value, f"bad template: {exc}") from None
     return value
+
+
+# --- Minimal settings registry (docs helper, issue 14) --------------------------------------
+# A stand-in so that the documentation's settings table (docs/_ext/simhash_docs.py) has
+# its one source; the "scrapy" helper's SETTINGS replaces this block at merge.
+class Setting(NamedTuple):
+    """One setting: its name, default value and a one-line help (reST)."""
+
+    name: str
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("SIMHASH_ENABLED", True, "``False`` disables the middleware."),
+    Setting(
+        "SIMHASH_MAX_DISTANCE", 3,
+        f"k: pages within k bits (0 to {MAX_DISTANCE_LIMIT}) are near-duplicates.",
+    ),
+    Setting(
+        "SIMHASH_LAYOUT", "auto",
+        'Table layout: ``"auto"`` (the planner) or block widths such as ``"16,16,16,16"``; '
+        'two-level layouts as ``"16,16,16,16/12,12,12,12"``.',
+    ),
+    Setting(
+        "SIMHASH_EXPECTED_PAGES", DEFAULT_EXPECTED_PAGES,
+        "Pages the planner sizes the layout for.",
+    ),
+    Setting(
+        "SIMHASH_MIN_FEATURES", DEFAULT_MIN_FEATURES,
+        "Pages with fewer features get no fingerprint (never dropped).",
+    ),
+    Setting(
+        "SIMHASH_ACTION", "drop",
+        "``drop``; ``drop_outlinks`` (the callback runs and its items pass, the page's "
+        "requests are dropped); ``log`` (dry run).",
+    ),
+    Setting(
+        "SIMHASH_LOG_LEVEL", "INFO",
+        "Level of the per-drop record on the ``scrapy_simhash.dropped`` logger.",
+    ),
+    Setting("SIMHASH_LOG_FILE", None, "JSON-lines audit file, one line per near-duplicate."),
+    Setting(
+        "SIMHASH_PERSIST_PATH", None,
+        f"State file; ``None`` means ``JOBDIR/{STATE_FILE}`` with ``JOBDIR``, none without.",
+    ),
+    Setting("SIMHASH_RESET", False, "Start with an empty index (file or Redis keys)."),
+    Setting(
+        "SIMHASH_BACKEND", "memory",
+        "``memory``, ``redis``, or the import path of a backend class.",
+    ),
+    Setting(
+        "SIMHASH_REDIS_URL", None,
+        "Redis server; ``None`` means ``REDIS_URL``, else ``redis://REDIS_HOST:REDIS_PORT`` "
+        "(scrapy-redis's names), else ``redis://localhost:6379``.",
+    ),
+    Setting(
+        "REDIS_PARAMS", {},
+        "Extra ``redis.Redis`` arguments (timeouts, retries), as in scrapy-redis.",
+    ),
+    Setting(
+        "SIMHASH_REDIS_KEY", DEFAULT_REDIS_KEY,
+        "Key prefix template; processes of the same spider share it.",
+    ),
+    Setting(
+        "SIMHASH_REDIS_ON_ERROR", "keep",
+        "Redis failing mid-crawl: ``keep`` the page and count the error, or ``stop`` the spider.",
+    ),
+)
