@@ -23,7 +23,7 @@ extensions = [
     "myst_parser",
     "simhash_docs",
 ]
-source_suffix = {".rst": "restructuredtext"}
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build"]
 nitpicky = False
 default_role = "literal"
