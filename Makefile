@@ -10,7 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # The package's sources: an installed (non-editable) copy is rebuilt when one changes.
 PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py' -o -name '*.pyx' -o -path '*/data/*' 2>/dev/null)
 
-.PHONY: all venv test test-latest test-min demo docs redis-server corpus-debian bench \
+.PHONY: all venv test test-latest test-min demo docs redis-server corpus-debian corpus-public bench \
         bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli clean
 
 all: test
@@ -79,6 +79,12 @@ corpus-debian: .cache/debian/.stamp
 	rm -rf .cache/debian/debs
 	$(PYTHON) -m evaluation.corpus
 	touch $@
+
+# The whole corpus as archives in .cache/public-corpus, from public sources only: the
+# documentation sites from Debian's packages, web/ from a checkout of trafilatura's
+# repository (TRAFILATURA=path; without it web-dev.tar.xz is skipped).
+corpus-public: corpus-debian
+	$(PYTHON) -m evaluation.corpus build $(if $(TRAFILATURA),--trafilatura "$(TRAFILATURA)")
 
 bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli
 
