@@ -7,6 +7,9 @@ MIN_SCRAPY ?= scrapy==2.13.4
 DEMO_VENV ?= .venv-demo
 # pip's "new version available" notice is noise in a make run.
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
+# setuptools' notice for an editable install of a flat layout ("be careful with folders
+# named like your package"): informational only, and the suite imports from the checkout.
+QUIET_EDITABLE = PYTHONWARNINGS="ignore:Editable installation:UserWarning"
 # The package's sources: an installed (non-editable) copy is rebuilt when one changes.
 PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py' -o -name '*.pyx' -o -path '*/data/*' 2>/dev/null)
 
@@ -18,7 +21,7 @@ all: test
 $(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc,docs]"
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[test,bench,redis,plot,warc,docs]"
 	touch $@
 
 venv: $(VENV)/.stamp
@@ -26,7 +29,7 @@ venv: $(VENV)/.stamp
 $(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
-	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
+	$(QUIET_EDITABLE) $(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
 	touch $@
 
 # The Redis tests need Debian's redis-server; install it when it is missing.
