@@ -211,7 +211,7 @@ def site_dir(site: str) -> Path | None:
 def availability() -> dict[str, str]:
     """Each part of the corpus -> where it is read from, or why it is missing."""
     shared = corpus_dir() is not None
-    parts = {"web": f"shared corpus ({SHARED})" if shared else f"missing: {WEB_SOURCE}"}
+    parts = {"web": f"archives in {SHARED}" if shared else f"missing: {WEB_SOURCE}"}
     for site, (package, _) in DEBIAN_SITES.items():
         folder = site_dir(site)
         parts[site] = (
