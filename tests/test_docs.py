@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -95,7 +96,12 @@ def test_docs_build_without_warnings(tmp_path):
     for setting in SETTINGS:
         assert f'id="setting-{setting.name}"' in settings_page, setting.name
     cli_page = (out / "reference" / "cli.html").read_text(encoding="utf-8")
-    subcommands = build_parser()._subparsers._group_actions[0].choices
+    subcommands = [
+        name
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
     assert subcommands
     for name in subcommands:
         assert f"scrapy-simhash {name}" in cli_page, name
