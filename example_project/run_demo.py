@@ -21,6 +21,7 @@ exactly once, every other page kept, no drop naming a page of another group.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
 import os
@@ -112,8 +113,11 @@ def run_crawl(
         *extra_args,
     ]
     env = dict(os.environ)
-    repo = str(HERE.parent)  # so that an uninstalled checkout still finds scrapy_simhash
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
+    if importlib.util.find_spec("scrapy_simhash") is None:
+        # An uninstalled checkout: let the crawl find the package in it. An installed
+        # package (make demo's .venv-demo) is used as installed, compiled walk included.
+        repo = str(HERE.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
     proc = subprocess.run(cmd, cwd=HERE, env=env, timeout=timeout, check=False)
     return CrawlResult(
         base_url=site.base_url,

@@ -302,3 +302,4 @@ def _get_redis_key(settings: BaseSettings) -> str:
     except (KeyError, ValueError, TypeError) as exc:
         raise _invalid("SIMHASH_REDIS_KEY", value, f"bad template: {exc}") from None
     return value
+
