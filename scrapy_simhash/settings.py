@@ -15,6 +15,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
+from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, URL_FORMATS
 from scrapy_simhash.backends.state import STATE_FILE
 
 from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
@@ -25,6 +26,8 @@ ON_ERROR = ("keep", "stop")
 MAX_DISTANCE_LIMIT = 10  # beyond this the permuted tables stop paying off
 DEFAULT_EXPECTED_PAGES = 1_000_000
 DEFAULT_REDIS_KEY = "%(spider)s:simhash"
+#: In a Redis Cluster, the hash tag puts one crawl's keys in one slot.
+DEFAULT_CLUSTER_REDIS_KEY = "{%(spider)s}:simhash"
 
 
 def _invalid(name: str, value: Any, expected: str) -> ValueError:
@@ -50,6 +53,11 @@ class SimhashSettings:
     redis_params: dict = field(default_factory=dict, hash=False)
     redis_key: str = DEFAULT_REDIS_KEY
     redis_on_error: str = "keep"
+    redis_timeout: float = DEFAULT_TIMEOUT
+    redis_queue: int = DEFAULT_QUEUE_SIZE
+    redis_cluster: bool = False
+    redis_urls: str = "full"
+    max_unchecked_share: float = 0.05
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
@@ -77,6 +85,11 @@ class SimhashSettings:
             redis_params=_get_dict(settings, "REDIS_PARAMS"),
             redis_key=_get_redis_key(settings),
             redis_on_error=_get_choice(settings, "SIMHASH_REDIS_ON_ERROR", "keep", ON_ERROR),
+            redis_timeout=_get_float(settings, "SIMHASH_REDIS_TIMEOUT", DEFAULT_TIMEOUT, 0.001, 60),
+            redis_queue=_get_int(settings, "SIMHASH_REDIS_QUEUE", DEFAULT_QUEUE_SIZE, 0),
+            redis_cluster=_get_bool(settings, "SIMHASH_REDIS_CLUSTER", False),
+            redis_urls=_get_choice(settings, "SIMHASH_REDIS_URLS", "full", URL_FORMATS),
+            max_unchecked_share=_get_float(settings, "SIMHASH_MAX_UNCHECKED_SHARE", 0.05, 0, 1),
         )
 
 
@@ -102,6 +115,19 @@ def _get_int(
     if number < low or (high is not None and number > high):
         bounds = f"at least {low}" if high is None else f"from {low} to {high}"
         raise _invalid(name, value, f"expected an integer {bounds}")
+    return number
+
+
+def _get_float(
+    settings: BaseSettings, name: str, default: float, low: float, high: float
+) -> float:
+    value = settings.get(name, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not low <= number <= high:
+        raise _invalid(name, value, f"expected a number from {low:g} to {high:g}")
     return number
 
 
@@ -197,7 +223,10 @@ def _get_redis_url(settings: BaseSettings) -> str:
 
 
 def _get_redis_key(settings: BaseSettings) -> str:
-    value = settings.get("SIMHASH_REDIS_KEY", DEFAULT_REDIS_KEY)
+    default = DEFAULT_REDIS_KEY
+    if _get_bool(settings, "SIMHASH_REDIS_CLUSTER", False):
+        default = DEFAULT_CLUSTER_REDIS_KEY
+    value = settings.get("SIMHASH_REDIS_KEY", default)
     if not isinstance(value, str) or not value:
         raise _invalid(
             "SIMHASH_REDIS_KEY", value, 'expected a key template such as "%(spider)s:simhash"'

@@ -15,7 +15,6 @@ from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.index import Match
 from scrapy_simhash.index import TableLayout
 from scrapy_simhash.backends.redis import (
-    FAILURE_HOLDOFF,
     RedisBackend,
     RedisSimhashIndex,
     import_redis,
@@ -292,30 +291,162 @@ def test_unreachable_at_startup_names_the_url():
     from tests.fixtures_redis import _free_port
 
     url = f"redis://:secret@127.0.0.1:{_free_port()}/0"
-    config = SimhashSettings(backend="redis", redis_url=url, redis_params={"retry": None})
+    config = SimhashSettings(backend="redis", redis_url=url)
+    started = time.monotonic()
     with pytest.raises(BackendError, match=r"Cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1"):
         RedisBackend.from_config(config)
+    assert time.monotonic() - started < 0.5  # one attempt, no retries
 
 
-def test_redis_stopped_and_restarted(redis_server_factory, caplog):
-    server = redis_server_factory()
-    backend = backend_for(server.url, redis_params={"socket_timeout": 2})
+def _wait_for_retry(backend: RedisBackend) -> None:
+    """Sleep out the hold-off after a failure (1 s after the first)."""
+    time.sleep(max(0.0, backend._retry_at - time.monotonic()))
+
+
+def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, caplog):
+    """Killed mid-crawl: each failing call is bounded by the timeout, later ones fail
+    at once (hold-off); pages kept meanwhile are indexed when Redis is back."""
+    server = redis_server_factory("--appendonly", "yes", "--appendfsync", "always")
+    backend = backend_for(server.url, redis_timeout=0.3)
     backend.open("spider")
     assert backend.query_and_add(0xABC, "https://a/") is None
     server.stop()
-    with pytest.raises(BackendError, match="Redis at redis://127.0.0.1"):
-        backend.query_and_add(0xABD, "https://b/")
-    started = time.monotonic()
-    with pytest.raises(BackendError, match="failed .* ago"):  # fails fast, no retries
-        backend.query_and_add(0xABD, "https://b/")
-    assert time.monotonic() - started < 0.5
-    server.start()  # empty again: no persistence
-    backend._failed_at -= FAILURE_HOLDOFF
+    timings = []
+    outage = [(0xABD, "https://b/"), (0xF0F0F0, "https://c/"), (0xF0F0F1, "https://d/")]
+    for fp, url in outage:
+        started = time.monotonic()
+        with pytest.raises(BackendError, match="Redis at redis://127.0.0.1.*queued"):
+            backend.query_and_add(fp, url)
+        timings.append(time.monotonic() - started)
+    assert max(timings) < 0.3 + 0.2 and max(timings[1:]) < 0.01, timings  # hold-off: no call
+    assert backend.stats()["queue_length"] == 3
+    server.start()  # the append-only file brings the index back
+    _wait_for_retry(backend)
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
-        assert backend.query_and_add(0xABD, "https://b/") is None
-    assert "vanished" in caplog.text and "answers again" in caplog.text
-    assert backend.query_and_add(0xABC, "https://c/") == Duplicate("https://b/", 0xABD, 1)
+        assert backend.query_and_add(0x123456789, "https://e/") is None
+    assert "answers again" in caplog.text
+    stats = backend.stats()
+    # b duplicates a (stored before), d duplicates c (kept in the same outage): both
+    # were kept by the crawl and are only counted; c is indexed with its URL
+    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 2
+    assert stats["queue_length"] == 0
+    assert backend.query_and_add(0xF0F0F2, "https://f/", add="never") == Duplicate(
+        "https://c/", 0xF0F0F0, 1
+    )
+    assert len(backend) == 3  # a, c, e
     backend.close()
+    assert backend.stats()["unindexed_count"] == 0
+
+
+def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_server_factory):
+    """SIGSTOP: a call waits at most the timeout; the page whose answer never came was
+    stored by Redis once it resumed, and its re-indexing finds it (not stored twice)."""
+    server = redis_server_factory()
+    backend = backend_for(server.url, redis_timeout=0.25)
+    backend.open("spider")
+    assert backend.query_and_add(0x1, "https://a/") is None
+    server.pause()
+    try:
+        started = time.monotonic()
+        with pytest.raises(BackendError, match="Timeout"):
+            backend.query_and_add(0xFF00FF00, "https://b/")
+        hung = time.monotonic() - started
+        assert 0.2 <= hung < 0.25 + 0.15, hung
+        _wait_for_retry(backend)
+        started = time.monotonic()
+        with pytest.raises(BackendError):  # reconnects (the kernel accepts), then times out
+            backend.query_and_add(0x0F0F0F0F0F, "https://c/")
+        assert time.monotonic() - started < 0.25 + 0.15
+    finally:
+        server.resume()
+    _wait_for_retry(backend)
+    assert backend.query_and_add(0x7777777777, "https://d/") is None
+    stats = backend.stats()
+    assert stats["queued_count"] == 2 and stats["queue_length"] == 0
+    # b's script ran when the server resumed: re-indexing found b's own URL and did
+    # not store it twice; c's reconnection timed out in its handshake, before the
+    # script was sent, so c is stored now
+    assert stats["reindexed_already_stored_count"] >= 1, stats
+    assert stats["reindexed_already_stored_count"] + stats.get("reindexed_count", 0) == 2
+    assert len(backend) == 4  # a, b, c, d: each once
+    backend.close()
+
+
+def fill_up(client) -> tuple[int, int]:
+    """Write until Redis refuses (noeviction), then hold it well over its limit: freed
+    allocator pages would otherwise let a write or two through now and then."""
+    filler = 0
+    try:
+        while True:
+            client.set(f"filler:{filler}", b"x" * 4096)
+            filler += 1
+    except import_redis().exceptions.OutOfMemoryError:
+        pass
+    limit = client.config_get("maxmemory")["maxmemory"]
+    used = client.info("memory")["used_memory"]
+    client.config_set("maxmemory", max(1, used - 256 * 1024))
+    return filler, limit
+
+
+def make_room(client, filled: tuple[int, int]) -> None:
+    filler, limit = filled
+    client.config_set("maxmemory", limit)
+    client.delete(*(f"filler:{i}" for i in range(filler)))
+
+
+@pytest.mark.parametrize("url_format", ["full", "hash"])
+def test_redis_full_checks_but_queues_until_there_is_room(redis_server_factory, caplog, url_format):
+    """maxmemory + noeviction: pages are still checked against the stored ones; new
+    ones wait in the queue and are stored once memory is freed."""
+    server = redis_server_factory("--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+    backend = backend_for(server.url, redis_urls=url_format)
+    backend.open("spider")
+    assert backend.query_and_add(0xAAAA, "https://a/") is None
+    client = import_redis().Redis.from_url(server.url)
+    filled = fill_up(client)
+    with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
+        assert backend.query_and_add(0xAAAB, "https://b/") is not None  # checked
+        assert backend.query_and_add(0x5555_0000_0000, "https://c/") is None  # kept
+        assert backend.query_and_add(0x5555_0000_0001, "https://d/") is None  # kept, unchecked vs c
+    assert "out of memory" in caplog.text
+    stats = backend.stats()
+    assert stats["unstored_count"] == 2 and stats["queue_length"] == 2
+    assert len(backend) == 1
+    make_room(client, filled)
+    time.sleep(max(0.0, backend._flush_after - time.monotonic()))
+    assert backend.query_and_add(0x9999_9999_0000_0000, "https://e/") is None
+    stats = backend.stats()
+    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
+    assert len(backend) == 3
+    found = backend.query_and_add(0x5555_0000_0002, "https://f/", add="never")
+    assert found.url == backend.index.url_token("https://c/")
+    backend.close()
+    client.close()
+
+
+def test_queue_is_bounded_and_what_is_left_is_reported(redis_server_factory, caplog):
+    server = redis_server_factory()
+    backend = backend_for(server.url, redis_timeout=0.2, redis_queue=2)
+    backend.open("spider")
+    server.stop()
+    for i in range(4):
+        with pytest.raises(BackendError):
+            backend.query_and_add(i << 20, f"https://{i}/")
+    with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
+        backend.close()
+    stats = backend.stats()
+    assert stats["queued_count"] == 2 and stats["queue_overflow_count"] == 2
+    assert stats["unindexed_count"] == 2
+    assert "2 pages kept while Redis" in caplog.text and "never indexed" in caplog.text
+
+
+def test_timeout_settings_override_redis_params():
+    from scrapy_simhash.backends.redis import connection_params
+
+    params = connection_params({"socket_timeout": 30, "db": 2, "retry_on_timeout": True}, 0.4)
+    assert params["socket_timeout"] == params["socket_connect_timeout"] == 0.4
+    assert params["retry"].get_retries() == 0 and params["db"] == 2
+    assert "retry_on_timeout" not in params
 
 
 def test_backend_duplicate_names_the_nearest(redis_url):
