@@ -50,6 +50,7 @@ class RedisServer:
 
     def __init__(self, directory: Path, port: int | None = None, args: tuple[str, ...] = ()):
         self.directory = Path(directory)
+        self._chosen_port = port is None
         self.port = port or free_port()
         self.args = tuple(args)
         self.process: subprocess.Popen | None = None
@@ -79,6 +80,11 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
+                if self._chosen_port and "Address already in use" in log:
+                    # the free port was taken meanwhile: take another
+                    self._chosen_port = False
+                    self.port = free_port()
+                    return self.start(timeout)
                 raise RuntimeError(f"redis-server on port {self.port} exited: {log}")
             if self.ping():
                 return
@@ -156,8 +162,12 @@ class RedisClusterServers:
     def start(self, timeout: float = 30.0) -> None:
         if REDIS_CLI is None:
             raise RuntimeError("redis-cli is not installed")
-        for server in self.servers:
-            server.start()
+        try:
+            for server in self.servers:
+                server.start()
+        except BaseException:
+            self.stop()
+            raise
         nodes = [f"127.0.0.1:{s.port}" for s in self.servers]
         subprocess.run(
             [REDIS_CLI, "--cluster", "create", *nodes,

@@ -315,6 +315,15 @@ class RedisSimhashIndex:
             )
         return matches, nearest, new_key
 
+    def pipeline(self) -> Any:
+        """A non-transactional pipeline to the node holding this index: redis-py's
+        cluster pipelines refuse EVALSHA, and every key of the index is in one slot."""
+        node_of = getattr(self.client, "get_node_from_key", None)
+        if node_of is None:
+            return self.client.pipeline(transaction=False)
+        node = node_of(self.meta_key)
+        return self.client.get_redis_connection(node).pipeline(transaction=False)
+
     def load_script(self) -> None:
         """Load the probe-and-insert script (into every master of a cluster)."""
         self.client.script_load(self._script.script)
@@ -652,7 +661,6 @@ class RedisBackend:
             )
         queued = len(self._pending)
         try:
-            self._flush(index, FLUSH_BATCH)
             matches, nearest_url, new_key = self._probe(index, fingerprint, url, add)
         except IndexMismatchError as exc:
             self._failed()
@@ -664,6 +672,12 @@ class RedisBackend:
         self._answered(queued)
         if new_key:
             self._size = int(new_key)
+        if self._pending:
+            try:
+                self._flush(index, FLUSH_BATCH)
+            except self._redis_errors as exc:  # this page was checked: the next one says
+                logger.debug("Indexing queued pages failed: %(error)s", {"error": exc})
+                self._flush_after = time.monotonic() + HOLDOFF_FIRST
         if not matches:
             return None
         best = matches[0]
@@ -750,7 +764,7 @@ class RedisBackend:
         loaded = False
         while self._pending and time.monotonic() >= self._flush_after:
             batch = [self._pending[i] for i in range(min(len(self._pending), limit or 512))]
-            pipe = self.client.pipeline(transaction=False)
+            pipe = index.pipeline()
             for fp, url, add in batch:
                 pipe.evalsha(index.script_sha, len(index.keys), *index.keys,
                              *index.script_args(fp, url, add))
