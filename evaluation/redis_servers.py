@@ -152,12 +152,14 @@ class RedisClusterServers:
                 "--cluster-node-timeout", str(node_timeout_ms),
                 # a replica may take over even when it lost contact a while ago
                 "--cluster-replica-validity-factor", "0",
+                "--repl-diskless-sync-delay", "0",  # replicas in sync at once
             )  # fmt: skip
             self.servers.append(RedisServer(node_dir, cluster_free_port(), args))
 
     @property
     def url(self) -> str:
-        return self.servers[0].url
+        """The URL of a live node (any node leads a cluster client to all)."""
+        return next(s.url for s in self.servers if s.process is not None)
 
     def start(self, timeout: float = 30.0) -> None:
         if REDIS_CLI is None:
@@ -175,6 +177,28 @@ class RedisClusterServers:
             check=True, capture_output=True, timeout=timeout,
         )  # fmt: skip
         self.wait_ok(timeout)
+        self.wait_synced(timeout)
+
+    def _info(self, server: RedisServer, section: str) -> dict[str, str]:
+        out = subprocess.run(
+            [REDIS_CLI, "-p", str(server.port), "info", section],
+            capture_output=True, text=True, timeout=5,
+        ).stdout  # fmt: skip
+        return dict(line.split(":", 1) for line in out.split() if ":" in line)
+
+    def wait_synced(self, timeout: float = 30.0) -> None:
+        """Until every replica has finished its first sync with its master."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            infos = [self._info(s, "replication") for s in self.servers if s.process is not None]
+            replicas = [i for i in infos if i.get("role") == "slave"]
+            if len(replicas) >= self.masters * self.replicas and all(
+                i.get("master_link_status") == "up" and i.get("master_sync_in_progress") == "0"
+                for i in replicas
+            ):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"the replicas in {self.directory} are not in sync after {timeout} s")
 
     def cluster_info(self, server: RedisServer) -> dict[str, str]:
         out = subprocess.run(
