@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+import xxhash
 
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
@@ -136,6 +137,54 @@ def test_redis_memory_stays_compact(redis_client):
     index.add_many(fps)
     per_fp = (redis_client.info("memory")["used_memory"] - before) / len(fps)
     assert 4 * 12 <= per_fp < 4 * 12 * 1.6, per_fp
+
+
+def test_compact_url_format_keeps_8_bytes_a_page(redis_client):
+    """SIMHASH_REDIS_URLS = "hash": an xxh3-64 hash per page in packed blocks, found
+    again by key (bulk load and script write the same blocks)."""
+    layout = TableLayout.parse("16,16,16,16", 3)
+    make_index(redis_client, layout, prefix="compact:simhash", expected_size=20_000)  # full URLs
+    index = RedisSimhashIndex(
+        redis_client, "compact:simhash", layout, expected_size=20_000, url_format="hash"
+    )
+    with pytest.raises(ValueError, match="urls="):  # the format is part of the identity
+        index.open()
+    index.open(reset=True)
+    fps = np.random.default_rng(6).integers(0, 2**63, size=20_000, dtype=np.uint64)
+    urls = [f"https://www.example.com/news/2026/11/article-{i:07d}.html" for i in range(20_000)]
+    index.add_many(fps[:10_000], urls[:10_000])
+    before = redis_client.info("memory")["used_memory"]
+    index.add_many(fps[10_000:19_999])
+    tables = redis_client.info("memory")["used_memory"] - before
+    before = redis_client.info("memory")["used_memory"]
+    index._add_url_hashes(10_001, urls[10_000:19_999])
+    per_url = (redis_client.info("memory")["used_memory"] - before) / 9_999
+    assert 8 <= per_url < 9.5, per_url
+    assert tables / 9_999 > 4 * 12
+    matches, nearest, key = index.query_and_add(int(fps[5]) ^ 1, urls[-1])
+    assert matches[0].key == 6 and nearest == index.url_token(urls[5]) and key == 0
+    assert nearest == "xxh3:" + xxhash.xxh3_64_hexdigest(urls[5].encode())
+    _, _, key = index.query_and_add(int(fps[-1]), urls[-1])
+    assert key == 20_000 and index.url(20_000) == index.url_token(urls[-1])
+    assert index.url(12_345) == index.url_token(urls[12_344])
+
+
+def test_new_settings_are_validated():
+    from scrapy.settings import Settings
+
+    def config(**values):
+        return SimhashSettings.from_settings(Settings(values))
+
+    assert config().redis_timeout == 0.5 and config().redis_queue == 100_000
+    assert config().redis_key == "%(spider)s:simhash"
+    assert config(SIMHASH_REDIS_CLUSTER=True).redis_key == "{%(spider)s}:simhash"
+    for name, bad in [
+        ("SIMHASH_REDIS_TIMEOUT", 0), ("SIMHASH_REDIS_TIMEOUT", "soon"),
+        ("SIMHASH_REDIS_QUEUE", -1), ("SIMHASH_REDIS_URLS", "short"),
+        ("SIMHASH_MAX_UNCHECKED_SHARE", 1.5), ("SIMHASH_REDIS_CLUSTER", "maybe"),
+    ]:  # fmt: skip
+        with pytest.raises(ValueError, match=f"Invalid {name} setting"):
+            config(**{name: bad})
 
 
 def test_rejects_bad_input(redis_client):

@@ -7,16 +7,37 @@ query's bucket in at least one table. Redis holds, under the prefix
 ``SIMHASH_REDIS_KEY % {"spider": name}``:
 
 - ``<prefix>:meta``: a hash with k, the layout, the fingerprint version, the
-  entry format, the bucket width and ``size`` (the last key handed out);
+  entry format, the URL format, the bucket width and ``size`` (the last key
+  handed out);
 - ``<prefix>:t<i>``: one hash per table, bucket field -> packed 12-byte entries
   (8-byte big-endian fingerprint, 4-byte big-endian key);
-- ``<prefix>:urls``: a hash, decimal key -> URL, for the drop log.
+- ``<prefix>:urls``: for the drop log, a hash of decimal key -> URL
+  (``SIMHASH_REDIS_URLS = "full"``), or of key // 255 -> the 8-byte xxh3-64
+  hashes of 255 URLs in key order (``"hash"``, compact: the drop log then names
+  the kept page as ``xxh3:<hex>``).
 
 Packing a bucket's entries into one value keeps the cost near the in-process
 figure (12 bytes per table instead of ~80 for a key or hash field per entry).
 Each page costs one round trip: a Lua script (EVALSHA) probes every table and
 inserts the fingerprint when nothing matched, atomically, so two processes that
-see near-duplicate pages at the same moment cannot both keep them.
+see near-duplicate pages at the same moment cannot both keep them. In a Redis
+Cluster (``SIMHASH_REDIS_CLUSTER``) the default template ``{%(spider)s}:simhash``
+puts a crawl's keys in one hash slot, so the script stays one atomic call on one
+master, and different crawls spread over the masters.
+
+What a sick Redis can cost (:class:`RedisBackend`): no call blocks Scrapy's
+thread longer than ``SIMHASH_REDIS_TIMEOUT`` to connect plus as long for the
+answer; after a failure Redis is left alone for a hold-off (1 s, doubling to
+5 s), so a hung server costs at most one timeout per hold-off. Pages kept
+unchecked meanwhile, and pages a full Redis (``maxmemory``, ``noeviction``)
+checked but could not store, are queued (``SIMHASH_REDIS_QUEUE``) and indexed
+when it answers again; a page whose call timed out after Redis ran it is found
+under its own URL then and not stored twice. What is lost: near-duplicates
+among the pages of an outage are all kept (counted when they are indexed); pages
+beyond the queue, or still queued when the crawl ends with Redis down, are never
+indexed (counted, ERROR at close); in a cluster failover, writes the dead master
+had not replicated yet (Redis replication is asynchronous), or the whole index
+if its replica had not finished its first sync.
 """
 
 from __future__ import annotations
@@ -62,9 +83,10 @@ HOLDOFF_MAX = 5.0
 #: Queued pages probed and inserted (one pipelined round trip) per page checked.
 FLUSH_BATCH = 128
 #: How an index keeps its URLs: "full" (a hash field per page) or "hash"
-#: (compact: an 8-byte xxh3-64 hash per page, packed by URL_BLOCK pages).
+#: (compact: an 8-byte xxh3-64 hash per page, packed by URL_BLOCK pages; 255
+#: hashes and Redis's 6-byte string header fill jemalloc's 2,048-byte class).
 URL_FORMATS = ("full", "hash")
-URL_BLOCK = 256
+URL_BLOCK = 255
 
 _INSTALL_HINT = "the Redis backend needs the redis package: pip install 'scrapy-simhash[redis]'"
 _ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("key", ">u4")])
@@ -333,8 +355,8 @@ class RedisSimhashIndex:
         stored_url = url or ""
         if self.url_format == "hash" and stored_url:
             stored_url = xxhash.xxh3_64_digest(stored_url.encode("utf-8", "surrogatepass"))
-        args = [int(fp).to_bytes(8, "big"), self.k, add, stored_url, self.signature,
-                self.url_format]
+        block = URL_BLOCK if self.url_format == "hash" else 0
+        args = [int(fp).to_bytes(8, "big"), self.k, add, stored_url, self.signature, block]
         args.extend(self.bucket_fields(int(fp)))
         return args
 
@@ -540,22 +562,25 @@ class RedisBackend:
         redis = import_redis()
         params = connection_params(config.redis_params, config.redis_timeout)
         where = _safe_url(config.redis_url)
-        kind = redis.RedisCluster if config.redis_cluster else redis.Redis
+        errors = (redis.RedisError, OSError, redis.exceptions.RedisClusterException)
+        what = "the Redis Cluster" if config.redis_cluster else "Redis"
         try:
-            client = kind.from_url(config.redis_url, **params)
+            if config.redis_cluster:
+                # connecting reads the slot map from a node; PING would ask every node
+                client = redis.RedisCluster.from_url(config.redis_url, **params)
+            else:
+                client = redis.Redis.from_url(config.redis_url, **params)
+                try:
+                    client.ping()
+                except errors:
+                    client.close()
+                    raise
         except (TypeError, ValueError) as exc:
             raise BackendError(
                 f"Invalid Redis settings for {where} (SIMHASH_REDIS_URL, REDIS_PARAMS): {exc}"
             ) from exc
-        except (redis.RedisError, OSError, redis.exceptions.RedisClusterException) as exc:
-            raise BackendError(
-                f"Cannot reach the Redis Cluster at {where} (SIMHASH_REDIS_URL): {exc}"
-            ) from exc
-        try:
-            client.ping()
-        except (redis.RedisError, OSError) as exc:
-            client.close()
-            raise BackendError(f"Cannot reach Redis at {where} (SIMHASH_REDIS_URL): {exc}") from exc
+        except errors as exc:
+            raise BackendError(f"Cannot reach {what} at {where} (SIMHASH_REDIS_URL): {exc}") from exc
         return cls(
             client,
             k=config.max_distance,

@@ -2,15 +2,15 @@
 -- query, and insert the query when asked to, in one atomic call.
 --
 -- KEYS[1]  metadata hash (fields: signature, size, ...)
--- KEYS[2]  URL hash: decimal key -> URL (url format "full"), or
---          key // 256 -> packed 8-byte URL hashes in key order ("hash", compact)
+-- KEYS[2]  URL hash: decimal key -> URL (URL format "full"), or
+--          key // B -> B packed 8-byte URL hashes in key order ("hash", compact)
 -- KEYS[3..] one hash per permuted table: bucket field -> packed entries
 -- ARGV[1]  fingerprint, 8 bytes big-endian
 -- ARGV[2]  k
 -- ARGV[3]  "if_new" | "always" | "never"
 -- ARGV[4]  URL stored with the new key ("" stores none), or its 8-byte hash
 -- ARGV[5]  layout signature the caller was opened with
--- ARGV[6]  URL format: "full" or "hash"
+-- ARGV[6]  URL format: 0 for "full", B (the block size) for "hash"
 -- ARGV[7..] bucket field of the query in each table, same order as KEYS[3..]
 --
 -- An entry is 12 bytes: fingerprint (8, big-endian) then key (4, big-endian).
@@ -29,9 +29,8 @@
 
 local meta, urls = KEYS[1], KEYS[2]
 local query, k, mode, url, signature = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local url_format = ARGV[6]
+local url_block = tonumber(ARGV[6])
 local FIRST_BUCKET = 7
-local URL_BLOCK = 256
 
 -- 1. the index must be the one the caller opened
 local stored = redis.call('HGET', meta, 'signature')
@@ -94,9 +93,9 @@ local nearest_url = ''
 if best_key then
   local k1, k2, k3, k4 = byte(best_key, 1, 4)
   local id = ((k1 * 256 + k2) * 256 + k3) * 256 + k4
-  if url_format == 'hash' then
-    local block = redis.call('HGET', urls, string.format('%d', math.floor(id / URL_BLOCK)))
-    local at = (id % URL_BLOCK) * 8 + 1
+  if url_block > 0 then
+    local block = redis.call('HGET', urls, string.format('%d', math.floor(id / url_block)))
+    local at = (id % url_block) * 8 + 1
     nearest_url = block and sub(block, at, at + 7) or ''
   else
     nearest_url = redis.call('HGET', urls, string.format('%d', id)) or ''
@@ -126,13 +125,13 @@ if mode == 'always' or (mode == 'if_new' and #found == 0) then
   for t = 1, ntables do
     redis.call('HSET', KEYS[t + 2], ARGV[t + FIRST_BUCKET - 1], (blobs[t] or '') .. entry)
   end
-  if url_format == 'hash' then
+  if url_block > 0 then
     -- keys are handed out in order, so a block is append-only: key n is at
-    -- offset (n % 256) * 8; a missing URL is stored as 8 zero bytes
-    local field = string.format('%d', math.floor(new_key / URL_BLOCK))
+    -- offset (n % B) * 8; a missing URL is stored as 8 zero bytes
+    local field = string.format('%d', math.floor(new_key / url_block))
     local hash = url ~= '' and url or string.rep('\0', 8)
     local block = redis.call('HGET', urls, field) or ''
-    local want = (new_key % URL_BLOCK) * 8
+    local want = (new_key % url_block) * 8
     if #block < want then
       block = block .. string.rep('\0', want - #block)
     end
