@@ -11,7 +11,9 @@ each. Measures, in one run:
   (``SIMHASH_REDIS_URLS = "hash"``: 8 bytes per page, packed); scrapy-redis's
   dupefilter (a set of 40-hex SHA1 fingerprints) for comparison;
 - probe-and-insert calls a second (the Lua script, one EVALSHA round trip a page)
-  summed over 1, 2 and 4 processes: all sharing one crawl's index on the single
+  summed over 1, 2 and 4 processes, with Redis's own CPU per call (``INFO
+  commandstats``, every master) and the client's (``process_time``), the figures
+  contention barely moves: all sharing one crawl's index on the single
   node, the same on the cluster (one crawl is one hash slot, so one master), and
   one crawl per process on the cluster (the crawls spread over the masters).
   Each index holds ``--rate-size`` pages before the timed calls.
@@ -117,15 +119,38 @@ def _worker(url, cluster, prefix, layout_spec, size, ops, seed, start, out) -> N
     fps = random_fingerprints(ops, seed).tolist()
     index.query_and_add(fps[0], "https://www.example.com/x")  # connect, load the script
     start.wait()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for fp in fps:
         index.query_and_add(fp, "https://www.example.com/x")
-    out.put(time.perf_counter() - t0)
+    out.put((time.perf_counter() - t0, time.process_time() - cpu0))
     client.close()
 
 
-def rate(url, cluster, prefixes, layout, size, ops, seed) -> float:
-    """Calls a second summed over one process per entry of ``prefixes``."""
+def _masters(url: str, cluster: bool) -> list:
+    client = _client(url, cluster)
+    if not cluster:
+        return [client]
+    return [client.get_redis_connection(node) for node in client.get_primaries()]
+
+
+def reset_server_stats(url: str, cluster: bool) -> None:
+    for client in _masters(url, cluster):
+        client.config_resetstat()
+
+
+def server_usec_per_call(url: str, cluster: bool) -> float:
+    """Redis's own CPU per EVALSHA since the last reset, over every master."""
+    calls = usec = 0
+    for client in _masters(url, cluster):
+        stats = client.info("commandstats").get("cmdstat_evalsha", {})
+        calls += int(stats.get("calls", 0))
+        usec += int(stats.get("usec", 0))
+    return usec / calls if calls else float("nan")
+
+
+def rate(url, cluster, prefixes, layout, size, ops, seed) -> tuple[float, float]:
+    """Calls a second summed over one process per entry of ``prefixes``, and the
+    client's CPU seconds a call."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Barrier(len(prefixes))
     out = ctx.Queue()
@@ -138,10 +163,12 @@ def rate(url, cluster, prefixes, layout, size, ops, seed) -> float:
     ]
     for w in workers:
         w.start()
-    seconds = [out.get(timeout=600) for _ in workers]
+    results = [out.get(timeout=600) for _ in workers]
     for w in workers:
         w.join()
-    return len(prefixes) * ops / max(seconds)
+    wall = max(seconds for seconds, _ in results)
+    cpu = sum(cpu for _, cpu in results) / (len(prefixes) * ops)
+    return len(prefixes) * ops / wall, cpu
 
 
 def main() -> None:
@@ -182,10 +209,12 @@ def main() -> None:
             print(f"Probe-and-insert calls a second, summed over the processes (median of "
                   f"{args.repeats} x {args.ops:,} calls a process; indexes of "
                   f"{args.rate_size:,} pages, layout {rate_layout.spec})")
-            print(f"{'target':<44} {'1 process':>10} {'2 processes':>12} {'4 processes':>12}")
+            print(f"{'target':<36} {'1 process':>10} {'2 processes':>12} {'4 processes':>12} "
+                  f"{'server us/call':>15} {'client CPU us':>15}")
             rows = [
                 ("one node, one crawl", server.url, False, lambda n: ["bench"] * n),
-                ("cluster, one crawl (one master)", cluster.url, True, lambda n: ["{bench}"] * n),
+                ("cluster, one crawl (one master)", cluster.url, True,
+                 lambda n: ["{bench}"] * n),
                 ("cluster, one crawl per process", cluster.url, True,
                  lambda n: [f"{{crawl{i}}}" for i in range(n)]),
             ]  # fmt: skip
@@ -194,15 +223,21 @@ def main() -> None:
                 for procs in (1, 2, 4):
                     prefixes = [f"{name}:simhash" for name in names(procs)]
                     unique = sorted(set(prefixes))
-                    samples = []
+                    samples, cpus = [], []
                     for r in range(args.repeats):
                         preload(url, is_cluster, unique, rate_layout, args.rate_size)
-                        samples.append(
-                            rate(url, is_cluster, prefixes, rate_layout, args.rate_size,
-                                 args.ops, seed=1000 * procs + 10 * r)
-                        )
+                        if procs == 1 and r == 0:
+                            reset_server_stats(url, is_cluster)
+                        calls, cpu = rate(url, is_cluster, prefixes, rate_layout,
+                                          args.rate_size, args.ops, seed=1000 * procs + 10 * r)
+                        samples.append(calls)
+                        cpus.append(cpu)
                     figures.append(statistics.median(samples))
-                print(f"{label:<44} {figures[0]:>10,.0f} {figures[1]:>12,.0f} {figures[2]:>12,.0f}")
+                    if procs == 1:
+                        usec = server_usec_per_call(url, is_cluster)
+                        client_usec = 1e6 * statistics.median(cpus)
+                print(f"{label:<36} {figures[0]:>10,.0f} {figures[1]:>12,.0f} "
+                      f"{figures[2]:>12,.0f} {usec:>15.1f} {client_usec:>15.1f}")
             if is_cluster:
                 probe = _client(cluster.url, True)
                 masters = {probe.get_node_from_key(f"{{crawl{i}}}:simhash:meta").port

@@ -367,7 +367,7 @@ def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, 
         with pytest.raises(BackendError, match="Redis at redis://127.0.0.1.*queued"):
             backend.query_and_add(fp, url)
         timings.append(time.monotonic() - started)
-    assert max(timings) < 0.3 + 0.2 and max(timings[1:]) < 0.01, timings  # hold-off: no call
+    assert max(timings) < 0.3 + 0.3 and max(timings[1:]) < 0.05, timings  # hold-off: no call
     assert backend.stats()["queue_length"] == 3
     server.start()  # the append-only file brings the index back
     _wait_for_retry(backend)
@@ -400,12 +400,12 @@ def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_ser
         with pytest.raises(BackendError, match="Timeout"):
             backend.query_and_add(0xFF00FF00, "https://b/")
         hung = time.monotonic() - started
-        assert 0.2 <= hung < 0.25 + 0.15, hung
+        assert 0.2 <= hung < 0.25 + 0.3, hung  # not redis-py's 3 retries, nor 30 s
         _wait_for_retry(backend)
         started = time.monotonic()
         with pytest.raises(BackendError):  # reconnects (the kernel accepts), then times out
             backend.query_and_add(0x0F0F0F0F0F, "https://c/")
-        assert time.monotonic() - started < 0.25 + 0.15
+        assert time.monotonic() - started < 0.25 + 0.3
     finally:
         server.resume()
     _wait_for_retry(backend)

@@ -225,14 +225,16 @@ async def test_hung_redis_never_stalls_the_crawl_beyond_the_timeout(site, redis_
         server.resume()
     durations = TimedRedisBackend.durations
     assert len(durations) == 31
-    assert max(durations) < timeout + 0.15, durations
+    assert max(durations) < timeout + 0.3, durations
     waited = [d for d in durations if d > timeout / 2]
-    assert 1 <= len(waited) <= 2, durations  # the hold-off spares the others
+    assert 1 <= len(waited) <= 3, durations  # the hold-off spares the others
     counts = redis_stats(crawler)
     assert counts["queued_count"] >= len(waited) and counts["unindexed_count"] == 0
     assert counts.get("reindexed_already_stored_count", 0) >= 1  # the lost answer's page
     assert crawler.stats.get_value("simhash/index_size") == 31  # each page once
     assert len(crawler.spider.parsed) == 31
+    print(f"hung 1.5 s: {len(durations)} calls, {len(waited)} waited, longest "
+          f"{max(durations):.3f} s (timeout {timeout} s), {counts}")
 
 
 @deferred_f_from_coro_f

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+FORMAT_VERSION_COMPACT = 2  # entries as in 1, URLs as packed hashes
 ENTRY_SIZE = 12
 MAX_KEY = 2**32 - 1
 #: Average entries per bucket wanted at the expected index size: larger buckets
@@ -212,8 +213,9 @@ class RedisSimhashIndex:
             "k": self.k,
             "layout": self.layout.to_dict(),
             "fingerprint_version": self.fingerprint_version,
-            "format": FORMAT_VERSION,
             "urls": self.url_format,
+            # versions before the compact URL format check only this field
+            "format": FORMAT_VERSION if self.url_format == "full" else FORMAT_VERSION_COMPACT,
         }
 
     def open(self, *, reset: bool = False) -> int:
