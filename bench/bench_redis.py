@@ -53,7 +53,9 @@ def used_memory(client) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def memory_per_page(client, size: int, layout: TableLayout, url_format: str) -> tuple[float, float]:
+def memory_per_page(
+    client, size: int, layout: TableLayout, url_format: str
+) -> tuple[float, float]:
     """Bulk-load ``size`` pages; return (tables B/page, URLs B/page)."""
     client.flushall()
     index = RedisSimhashIndex(

@@ -179,9 +179,11 @@ class RedisClusterServers:
         self.wait_ok(timeout)
         self.wait_synced(timeout)
 
-    def _info(self, server: RedisServer, section: str) -> dict[str, str]:
+    @staticmethod
+    def _fields(server: RedisServer, *command: str) -> dict[str, str]:
+        """The ``name:value`` lines a ``redis-cli`` command prints, as a dict."""
         out = subprocess.run(
-            [REDIS_CLI, "-p", str(server.port), "info", section],
+            [REDIS_CLI, "-p", str(server.port), *command],
             capture_output=True, text=True, timeout=5,
         ).stdout  # fmt: skip
         return dict(line.split(":", 1) for line in out.split() if ":" in line)
@@ -190,7 +192,8 @@ class RedisClusterServers:
         """Until every replica has finished its first sync with its master."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            infos = [self._info(s, "replication") for s in self.servers if s.process is not None]
+            live = [s for s in self.servers if s.process is not None]
+            infos = [self._fields(s, "info", "replication") for s in live]
             replicas = [i for i in infos if i.get("role") == "slave"]
             if len(replicas) >= self.masters * self.replicas and all(
                 i.get("master_link_status") == "up" and i.get("master_sync_in_progress") == "0"
@@ -201,11 +204,7 @@ class RedisClusterServers:
         raise RuntimeError(f"the replicas in {self.directory} are not in sync after {timeout} s")
 
     def cluster_info(self, server: RedisServer) -> dict[str, str]:
-        out = subprocess.run(
-            [REDIS_CLI, "-p", str(server.port), "cluster", "info"],
-            capture_output=True, text=True, timeout=5,
-        ).stdout  # fmt: skip
-        return dict(line.split(":", 1) for line in out.split() if ":" in line)
+        return self._fields(server, "cluster", "info")
 
     def wait_ok(self, timeout: float = 30.0) -> None:
         """Until every live node reports ``cluster_state:ok``."""

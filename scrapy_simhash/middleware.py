@@ -315,8 +315,8 @@ class SimhashMiddleware:
 
     def _check_unchecked_share(self, spider: Spider) -> None:
         """A crawl that kept more than ``SIMHASH_MAX_UNCHECKED_SHARE`` of its pages
-        unchecked (index errors) or unstored (a full Redis) ends with the finish reason ``simhash_unchecked``
-        and an ERROR, instead of a plain ``finished``."""
+        unchecked (index errors) or unstored (a full Redis) ends with the finish
+        reason ``simhash_unchecked`` and an ERROR, instead of a plain ``finished``."""
         stats = self.stats
         failed = stats.get_value("simhash/backend_error_count", 0)
         # pages checked but never stored (a full Redis) leave later copies unnoticed

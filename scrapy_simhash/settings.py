@@ -85,7 +85,9 @@ class SimhashSettings:
             redis_params=_get_dict(settings, "REDIS_PARAMS"),
             redis_key=_get_redis_key(settings),
             redis_on_error=_get_choice(settings, "SIMHASH_REDIS_ON_ERROR", "keep", ON_ERROR),
-            redis_timeout=_get_float(settings, "SIMHASH_REDIS_TIMEOUT", DEFAULT_TIMEOUT, 0.001, 60),
+            redis_timeout=_get_float(
+                settings, "SIMHASH_REDIS_TIMEOUT", DEFAULT_TIMEOUT, 0.001, 60
+            ),
             redis_queue=_get_int(settings, "SIMHASH_REDIS_QUEUE", DEFAULT_QUEUE_SIZE, 0),
             redis_cluster=_get_bool(settings, "SIMHASH_REDIS_CLUSTER", False),
             redis_urls=_get_choice(settings, "SIMHASH_REDIS_URLS", "full", URL_FORMATS),

@@ -359,7 +359,7 @@ def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, 
     backend = backend_for(server.url, redis_timeout=0.3)
     backend.open("spider")
     assert backend.query_and_add(0xABC, "https://a/") is None
-    server.stop()
+    server.kill()  # SIGKILL: the append-only file has every write (fsync always)
     timings = []
     outage = [(0xABD, "https://b/"), (0xF0F0F0, "https://c/"), (0xF0F0F1, "https://d/")]
     for fp, url in outage:
@@ -444,7 +444,9 @@ def make_room(client, filled: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("url_format", ["full", "hash"])
-def test_redis_full_checks_but_queues_until_there_is_room(redis_server_factory, caplog, url_format):
+def test_redis_full_checks_but_queues_until_there_is_room(
+    redis_server_factory, caplog, url_format
+):
     """maxmemory + noeviction: pages are still checked against the stored ones; new
     ones wait in the queue and are stored once memory is freed."""
     server = redis_server_factory("--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
@@ -456,7 +458,8 @@ def test_redis_full_checks_but_queues_until_there_is_room(redis_server_factory, 
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
         assert backend.query_and_add(0xAAAB, "https://b/") is not None  # checked
         assert backend.query_and_add(0x5555_0000_0000, "https://c/") is None  # kept
-        assert backend.query_and_add(0x5555_0000_0001, "https://d/") is None  # kept, unchecked vs c
+        # kept: c is not stored, so d cannot be found to repeat it
+        assert backend.query_and_add(0x5555_0000_0001, "https://d/") is None
     assert "out of memory" in caplog.text
     stats = backend.stats()
     assert stats["unstored_count"] == 2 and stats["queue_length"] == 2
@@ -477,7 +480,7 @@ def test_queue_is_bounded_and_what_is_left_is_reported(redis_server_factory, cap
     server = redis_server_factory()
     backend = backend_for(server.url, redis_timeout=0.2, redis_queue=2)
     backend.open("spider")
-    server.stop()
+    server.kill()
     for i in range(4):
         with pytest.raises(BackendError):
             backend.query_and_add(i << 20, f"https://{i}/")

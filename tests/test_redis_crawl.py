@@ -141,7 +141,7 @@ async def test_redis_stopped_mid_crawl(site, redis_server_factory, caplog, on_er
 
     def stop_after_home(path: str) -> None:
         if path == "/":
-            server.stop()
+            server.kill()
 
     settings = redis_settings(server.url, SIMHASH_REDIS_ON_ERROR=on_error)
     crawler = await crawl(ChainSpider, settings, base=site.base, on_parse=stop_after_home)
@@ -176,7 +176,7 @@ async def test_outage_mid_crawl_indexed_when_redis_returns(site, redis_server_fa
     def outage(path: str) -> None:
         parsed.append(path)
         if len(parsed) == 1:
-            server.stop()
+            server.kill()
         elif len(parsed) == 3:
             server.start()
 

@@ -464,7 +464,8 @@ class RedisSimhashIndex:
         while key < end:
             upto = min(end, (key // URL_BLOCK + 1) * URL_BLOCK)
             at = (key - first) * 8
-            args += [str(key // URL_BLOCK), (key % URL_BLOCK) * 8, hashes[at : at + (upto - key) * 8]]
+            chunk = hashes[at : at + (upto - key) * 8]
+            args += [str(key // URL_BLOCK), (key % URL_BLOCK) * 8, chunk]
             key = upto
             if len(args) >= 3 * 1000:
                 write(keys=[self.urls_key], args=args)
@@ -582,7 +583,9 @@ class RedisBackend:
                 f"Invalid Redis settings for {where} (SIMHASH_REDIS_URL, REDIS_PARAMS): {exc}"
             ) from exc
         except errors as exc:
-            raise BackendError(f"Cannot reach {what} at {where} (SIMHASH_REDIS_URL): {exc}") from exc
+            raise BackendError(
+                f"Cannot reach {what} at {where} (SIMHASH_REDIS_URL): {exc}"
+            ) from exc
         return cls(
             client,
             k=config.max_distance,
@@ -683,7 +686,7 @@ class RedisBackend:
         if now < self._retry_at:
             self._enqueue(fingerprint, url, add)
             raise BackendError(
-                f"Redis at {self.where} is failing since {now - self._failing_since:.1f} s "
+                f"Redis at {self.where} has been failing for {now - self._failing_since:.1f} s "
                 f"(next attempt in {self._retry_at - now:.1f} s); the page was queued"
             )
         queued = len(self._pending)
@@ -810,7 +813,9 @@ class RedisBackend:
             if kept or limit is not None:
                 return
 
-    def _reindexed(self, index: RedisSimhashIndex, entry: tuple[int, str, str], reply: Any) -> bool:
+    def _reindexed(
+        self, index: RedisSimhashIndex, entry: tuple[int, str, str], reply: Any
+    ) -> bool:
         """Count one queued page's answer; False when it must stay queued."""
         if isinstance(reply, Exception) or reply[0] != 0:
             # full (-3), or metadata gone or replaced (the next probe says so)
