@@ -19,11 +19,37 @@ from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisServer, free_
 
 __all__ = [
     "RedisServer", "redis_client", "redis_cluster", "redis_cluster_to_break", "redis_server",
-    "redis_server_factory", "redis_url",
+    "redis_server_factory", "redis_url", "fill_up", "make_room",
 ]
 
 NO_REDIS_REASON = "redis-server is not installed (make test installs Debian's redis-server)"
 _free_port = free_port
+
+
+def fill_up(client) -> tuple[int, int]:
+    """Write until Redis refuses (noeviction), then hold it well over its limit: freed
+    allocator pages would otherwise let a write or two through now and then.
+    Returns what :func:`make_room` needs to undo it."""
+    import redis
+
+    filler = 0
+    try:
+        while True:
+            client.set(f"filler:{filler}", b"x" * 4096)
+            filler += 1
+    except redis.exceptions.OutOfMemoryError:
+        pass
+    limit = client.config_get("maxmemory")["maxmemory"]
+    used = client.info("memory")["used_memory"]
+    client.config_set("maxmemory", max(1, used - 256 * 1024))
+    return filler, limit
+
+
+def make_room(client, filled: tuple[int, int]) -> None:
+    """Undo :func:`fill_up`: the old limit back, the filler deleted."""
+    filler, limit = filled
+    client.config_set("maxmemory", limit)
+    client.delete(*(f"filler:{i}" for i in range(filler)))
 
 
 @pytest.fixture

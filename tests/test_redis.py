@@ -21,6 +21,7 @@ from scrapy_simhash.backends.redis import (
     import_redis,
 )
 from scrapy_simhash.settings import SimhashSettings
+from tests.fixtures_redis import fill_up, make_room
 
 pytestmark = pytest.mark.redis
 
@@ -419,28 +420,6 @@ def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_ser
     assert stats["reindexed_already_stored_count"] + stats.get("reindexed_count", 0) == 2
     assert len(backend) == 4  # a, b, c, d: each once
     backend.close()
-
-
-def fill_up(client) -> tuple[int, int]:
-    """Write until Redis refuses (noeviction), then hold it well over its limit: freed
-    allocator pages would otherwise let a write or two through now and then."""
-    filler = 0
-    try:
-        while True:
-            client.set(f"filler:{filler}", b"x" * 4096)
-            filler += 1
-    except import_redis().exceptions.OutOfMemoryError:
-        pass
-    limit = client.config_get("maxmemory")["maxmemory"]
-    used = client.info("memory")["used_memory"]
-    client.config_set("maxmemory", max(1, used - 256 * 1024))
-    return filler, limit
-
-
-def make_room(client, filled: tuple[int, int]) -> None:
-    filler, limit = filled
-    client.config_set("maxmemory", limit)
-    client.delete(*(f"filler:{i}" for i in range(filler)))
 
 
 @pytest.mark.parametrize("url_format", ["full", "hash"])

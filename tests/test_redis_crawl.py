@@ -20,7 +20,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.redis import RedisBackend, import_redis
 from tests.fixtures_http import article_html, crawl
-from tests.test_redis import fill_up, make_room
+from tests.fixtures_redis import fill_up, make_room
 
 pytestmark = [pytest.mark.redis, pytest.mark.scrapy]
 
