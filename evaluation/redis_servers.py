@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["REDIS_CLI", "REDIS_SERVER", "RedisClusterServers", "RedisServer", "free_port"]
@@ -48,10 +49,16 @@ def cluster_free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process bound to 127.0.0.1."""
 
-    def __init__(self, directory: Path, port: int | None = None, args: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        directory: Path,
+        port: int | None = None,
+        args: tuple[str, ...] = (),
+        choose_port: Callable[[], int] = free_port,
+    ) -> None:
         self.directory = Path(directory)
-        self._chosen_port = port is None
-        self.port = port or free_port()
+        self._choose_port = choose_port if port is None else None
+        self.port = port or choose_port()
         self.args = tuple(args)
         self.process: subprocess.Popen | None = None
 
@@ -80,10 +87,9 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
-                if self._chosen_port and "Address already in use" in log:
-                    # the free port was taken meanwhile: take another
-                    self._chosen_port = False
-                    self.port = free_port()
+                if self._choose_port is not None and "Address already in use" in log:
+                    # the free port was taken meanwhile: take another, once
+                    self.port, self._choose_port = self._choose_port(), None
                     return self.start(timeout)
                 raise RuntimeError(f"redis-server on port {self.port} exited: {log}")
             if self.ping():
@@ -154,7 +160,14 @@ class RedisClusterServers:
                 "--cluster-replica-validity-factor", "0",
                 "--repl-diskless-sync-delay", "0",  # replicas in sync at once
             )  # fmt: skip
-            self.servers.append(RedisServer(node_dir, cluster_free_port(), args))
+            self.servers.append(RedisServer(node_dir, args=args, choose_port=self._port))
+
+    def _port(self) -> int:
+        """A port free with its bus port, and not given to another node yet."""
+        taken = {server.port for server in getattr(self, "servers", [])}
+        while (port := cluster_free_port()) in taken:
+            pass
+        return port
 
     @property
     def url(self) -> str:

@@ -200,6 +200,9 @@ class RedisSimhashIndex:
         self._script = client.register_script(_script_source())
         self.script_sha = self._script.sha
         self.keys: list[str] = []  # the script's KEYS, once open
+        redis = import_redis()
+        self._errors = (redis.RedisError, OSError)
+        self._no_script = redis.exceptions.NoScriptError
 
     # -- metadata ----------------------------------------------------------
 
@@ -314,9 +317,34 @@ class RedisSimhashIndex:
         fp = int(fp)
         if not 0 <= fp < 1 << 64:
             raise ValueError(f"fingerprint out of the unsigned 64-bit range: {fp!r}")
-        status, new_key, nearest_url, blob = self._script(
-            keys=self.keys, args=self.script_args(fp, url, add)
-        )
+        return self._answer(self._script(keys=self.keys, args=self.script_args(fp, url, add)))
+
+    def run_batch(self, entries: list[tuple[int, str, str]]) -> list[Any]:
+        """Probe and insert many ``(fp, url, add)`` in one pipelined round trip,
+        each atomically; per entry, what :meth:`query_and_add` returns or the
+        exception it would raise."""
+        for attempt in range(2):
+            pipe = self.pipeline()
+            for fp, url, add in entries:
+                pipe.evalsha(self.script_sha, len(self.keys), *self.keys,
+                             *self.script_args(fp, url, add))
+            replies = pipe.execute(raise_on_error=False)
+            if attempt or not any(isinstance(r, self._no_script) for r in replies):
+                break
+            self.load_script()  # a restarted server, or a replica that took over
+        results: list[Any] = []
+        for reply in replies:
+            try:
+                if isinstance(reply, Exception):
+                    raise reply
+                results.append(self._answer(reply))
+            except (IndexFullError, IndexMismatchError, IndexMissingError, *self._errors) as exc:
+                results.append(exc)
+        return results
+
+    def _answer(self, reply: list[Any]) -> tuple[list[Match], str | None, int]:
+        """Decode the script's reply; raise for its error statuses."""
+        status, new_key, nearest_url, blob = reply
         if status == -1:
             raise IndexMissingError(
                 f"The simhash index metadata {self.meta_key} vanished (Redis restarted "
@@ -552,7 +580,6 @@ class RedisBackend:
         self._overflow_warned = False
         redis = import_redis()
         self._redis_errors = (redis.RedisError, OSError, redis.exceptions.RedisClusterException)
-        self._no_script = redis.exceptions.NoScriptError
 
     @classmethod
     def from_config(cls, config: SimhashSettings) -> RedisBackend:
@@ -791,41 +818,29 @@ class RedisBackend:
     def _flush(self, index: RedisSimhashIndex, limit: int | None) -> None:
         """Probe and insert up to ``limit`` queued pages (all with None), oldest
         first, one pipelined round trip a batch; those Redis refused stay queued."""
-        loaded = False
         while self._pending and time.monotonic() >= self._flush_after:
             batch = [self._pending[i] for i in range(min(len(self._pending), limit or 512))]
-            pipe = index.pipeline()
-            for fp, url, add in batch:
-                pipe.evalsha(index.script_sha, len(index.keys), *index.keys,
-                             *index.script_args(fp, url, add))
-            replies = pipe.execute(raise_on_error=False)
-            if not loaded and any(isinstance(r, self._no_script) for r in replies):
-                # a restarted server, or a replica that took over: load, then again
-                index.load_script()
-                loaded = True
-                continue
+            results = index.run_batch(batch)
             kept: list[tuple[int, str, str]] = []
-            for entry, reply in zip(batch, replies):
+            for entry, result in zip(batch, results):
                 self._pending.popleft()
-                if not self._reindexed(index, entry, reply):
+                if not self._reindexed(index, entry, result):
                     kept.append(entry)
             self._pending.extendleft(reversed(kept))
             if kept or limit is not None:
                 return
 
     def _reindexed(
-        self, index: RedisSimhashIndex, entry: tuple[int, str, str], reply: Any
+        self, index: RedisSimhashIndex, entry: tuple[int, str, str], result: Any
     ) -> bool:
         """Count one queued page's answer; False when it must stay queued."""
-        if isinstance(reply, Exception) or reply[0] != 0:
-            # full (-3), or metadata gone or replaced (the next probe says so)
-            full = not isinstance(reply, Exception) and reply[0] == -3
-            logger.debug("Queued page refused by Redis: %(reply)r", {"reply": reply})
-            self._flush_after = time.monotonic() + HOLDOFF_FIRST
-            if not full:
-                self._flush_after += HOLDOFF_MAX - HOLDOFF_FIRST
+        if isinstance(result, Exception):
+            # full, or metadata gone or replaced (the next probe says so), or failing
+            logger.debug("Queued page refused by Redis: %(error)r", {"error": result})
+            full = isinstance(result, IndexFullError)
+            self._flush_after = time.monotonic() + (HOLDOFF_FIRST if full else HOLDOFF_MAX)
             return False
-        _, new_key, nearest, _ = reply
+        _, nearest, new_key = result
         _, url, _ = entry
         if new_key:
             self.counts["reindexed_count"] += 1
@@ -833,7 +848,7 @@ class RedisBackend:
             if self._full_since is not None:
                 logger.warning("Redis at %(where)s stores pages again", {"where": self.where})
                 self._full_since = None
-        elif url and index.decode_url(nearest) == index.url_token(url):
+        elif url and nearest == index.url_token(url):
             # its first call had run although its answer never came back
             self.counts["reindexed_already_stored_count"] += 1
         else:
