@@ -56,6 +56,7 @@ class SimhashSettings:
     redis_timeout: float = DEFAULT_TIMEOUT
     redis_queue: int = DEFAULT_QUEUE_SIZE
     redis_cluster: bool = False
+    redis_sharded: bool = False
     redis_urls: str = "full"
     max_unchecked_share: float = 0.05
 
@@ -90,6 +91,7 @@ class SimhashSettings:
             ),
             redis_queue=_get_int(settings, "SIMHASH_REDIS_QUEUE", DEFAULT_QUEUE_SIZE, 0),
             redis_cluster=_get_bool(settings, "SIMHASH_REDIS_CLUSTER", False),
+            redis_sharded=_get_bool(settings, "SIMHASH_REDIS_SHARDED", False),
             redis_urls=_get_choice(settings, "SIMHASH_REDIS_URLS", "full", URL_FORMATS),
             max_unchecked_share=_get_float(settings, "SIMHASH_MAX_UNCHECKED_SHARE", 0.05, 0, 1),
         )

@@ -152,3 +152,97 @@ def test_failover_of_the_crawls_master(redis_cluster_to_break, caplog):
           f"indexed, {lost} of {before} pages stored before the kill lost")
     assert lost <= 2
     assert "vanished" not in caplog.text  # the replica had the index
+
+
+# -- one crawl's tables over several masters (SIMHASH_REDIS_SHARDED) ---------------
+
+
+def test_sharded_tables_spread_and_stay_exact(redis_cluster):
+    layout = "8,8,8,8,8,8,8,8"  # 8 tables, so that they land on every master
+    backend = cluster_backend(
+        redis_cluster.url, SIMHASH_REDIS_SHARDED=True, SIMHASH_RESET=True, SIMHASH_LAYOUT=layout
+    )
+    backend.open("sharded")
+    index = backend.index
+    masters = {backend.client.get_node_from_key(key).port for key in index.table_keys}
+    assert len(masters) >= 2, masters
+    stored: list[tuple[int, int]] = []
+    urls: dict[int, str] = {}
+    for i, fp in enumerate(planted_stream(seed=9, n=120, k=3)):
+        expected = brute_force(stored, fp, 3)
+        found = backend.query_and_add(fp, f"https://e/{i}")
+        if expected:
+            nearest = expected[0]
+            assert found == Duplicate(urls[nearest.key], nearest.fingerprint, nearest.distance)
+        else:
+            assert found is None
+            stored.append((len(stored) + 1, fp))
+            urls[len(stored)] = f"https://e/{i}"
+    assert len(backend) == len(stored)
+    # a one-slot process refuses to join the sharded index
+    with pytest.raises(BackendError, match="tables="):
+        cluster_backend(redis_cluster.url, SIMHASH_LAYOUT=layout).open("sharded")
+    backend.close()
+
+
+def _sharded_insert_all(url: str, items, start, results) -> None:
+    backend = cluster_backend(url, SIMHASH_REDIS_SHARDED=True, SIMHASH_REDIS_TIMEOUT=5)
+    backend.open("race")
+    start.wait()
+    for pair, fp in items:
+        results.put((pair, int(backend.query_and_add(fp, str(pair)) is None)))
+    results.put(("lease_lost", backend.stats().get("lease_lost_count", 0)))
+    backend.close()
+
+
+def test_sharded_concurrent_writers_keep_each_pair_once(redis_cluster):
+    """Two processes insert the two members of 150 near-duplicate pairs at the same
+    moment: the lock makes the probe-then-insert across slots keep each pair once."""
+    import multiprocessing
+
+    from tests.test_redis import _pairs
+
+    setup = cluster_backend(redis_cluster.url, SIMHASH_REDIS_SHARDED=True, SIMHASH_RESET=True)
+    setup.open("race")
+    setup.close()
+    left, right = _pairs(150, seed=21)
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Barrier(2)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_sharded_insert_all, args=(redis_cluster.url, side, start, out))
+        for side in (left, right)
+    ]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=120) for _ in range(302)]
+    for proc in procs:
+        proc.join(30)
+        assert proc.exitcode == 0
+    kept = [0] * 150
+    for pair, new in results:
+        if pair != "lease_lost":
+            kept[pair] += new
+    assert kept == [1] * 150
+    assert sum(v for p, v in results if p == "lease_lost") == 0
+
+
+def test_sharded_dead_writer_holds_the_others_for_its_lease_only(redis_cluster):
+    """A writer that died holding the lock: others fail within the wait (the page is
+    queued, as in an outage) until its lease ends, then go on and index the queue."""
+    backend = cluster_backend(
+        redis_cluster.url, SIMHASH_REDIS_SHARDED=True, SIMHASH_RESET=True,
+        SIMHASH_REDIS_TIMEOUT=0.2,
+    )  # fmt: skip
+    backend.open("dead")
+    assert backend.query_and_add(0xF00, "https://a/") is None
+    backend.client.set(backend.index.lock_key, b"dead-writer", px=1500)
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="held the lock"):
+        backend.query_and_add(0xF01, "https://b/")
+    assert time.monotonic() - started < 0.2 + 0.3
+    time.sleep(1.6)  # its lease is over (and so is the hold-off)
+    assert backend.query_and_add(0xABC << 40, "https://c/") is None
+    stats = backend.stats()
+    assert stats["queued_count"] == 1 and stats["reindexed_duplicate_count"] == 1
+    backend.close()

@@ -64,7 +64,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-FORMAT_VERSION_COMPACT = 2  # entries as in 1, URLs as packed hashes
+#: Entries as in 1, but URLs as packed hashes or tables in slots of their own:
+#: versions that know only format 1 refuse to join.
+FORMAT_VERSION_EXTENDED = 2
 ENTRY_SIZE = 12
 MAX_KEY = 2**32 - 1
 #: Average entries per bucket wanted at the expected index size: larger buckets
@@ -169,6 +171,9 @@ class RedisSimhashIndex:
     process that creates the index and adopted by those that join it.
     """
 
+    #: Where the tables live: all in the prefix's hash slot (one atomic script).
+    PLACEMENT = "one_slot"
+
     def __init__(
         self,
         client: Any,
@@ -217,8 +222,11 @@ class RedisSimhashIndex:
             "layout": self.layout.to_dict(),
             "fingerprint_version": self.fingerprint_version,
             "urls": self.url_format,
+            "tables": self.PLACEMENT,
             # versions before the compact URL format check only this field
-            "format": FORMAT_VERSION if self.url_format == "full" else FORMAT_VERSION_COMPACT,
+            "format": FORMAT_VERSION
+            if (self.url_format, self.PLACEMENT) == ("full", "one_slot")
+            else FORMAT_VERSION_EXTENDED,
         }
 
     def open(self, *, reset: bool = False) -> int:
@@ -249,7 +257,9 @@ class RedisSimhashIndex:
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def _check(self, identity: dict[str, Any], stored: dict[str, str]) -> None:
-        stored.setdefault("urls", json.dumps("full"))  # indexes from before the compact format
+        # indexes from before the compact and sharded formats
+        stored.setdefault("urls", json.dumps("full"))
+        stored.setdefault("tables", json.dumps("one_slot"))
         missing = sorted({*identity, "bucket_bits", "signature", "size"} - set(stored))
         if missing:
             raise IndexMismatchError(
@@ -310,6 +320,10 @@ class RedisSimhashIndex:
         :class:`IndexFullError`, carrying the matches, when Redis refused the
         insertion for lack of memory.
         """
+        fp = self._checked(fp, add)
+        return self._answer(self._script(keys=self.keys, args=self.script_args(fp, url, add)))
+
+    def _checked(self, fp: int, add: str) -> int:
         if add not in ADD_MODES:
             raise ValueError(f"add must be one of {ADD_MODES}, not {add!r}")
         if not self.keys:
@@ -317,7 +331,7 @@ class RedisSimhashIndex:
         fp = int(fp)
         if not 0 <= fp < 1 << 64:
             raise ValueError(f"fingerprint out of the unsigned 64-bit range: {fp!r}")
-        return self._answer(self._script(keys=self.keys, args=self.script_args(fp, url, add)))
+        return fp
 
     def run_batch(self, entries: list[tuple[int, str, str]]) -> list[Any]:
         """Probe and insert many ``(fp, url, add)`` in one pipelined round trip,
@@ -366,6 +380,10 @@ class RedisSimhashIndex:
                 nearest,
             )
         return matches, nearest, new_key
+
+    def slot_keys(self) -> list[str]:
+        """The keys one script call touches, which a cluster needs in one slot."""
+        return [self.meta_key, self.urls_key, *self.table_keys]
 
     def pipeline(self) -> Any:
         """A non-transactional pipeline to the node holding this index: redis-py's
@@ -558,8 +576,12 @@ class RedisBackend:
         where: str = "redis",
         url_format: str = "full",
         queue_size: int = DEFAULT_QUEUE_SIZE,
+        sharded: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.client = client
+        self.sharded = sharded
+        self.timeout = timeout
         self.k = k
         self.layout = layout
         self.expected_size = expected_size
@@ -623,6 +645,8 @@ class RedisBackend:
             where=where,
             url_format=config.redis_urls,
             queue_size=config.redis_queue,
+            sharded=config.redis_sharded,
+            timeout=config.redis_timeout,
         )
 
     # -- opening -------------------------------------------------------------
@@ -634,12 +658,20 @@ class RedisBackend:
             layout = self._joined_layout(prefix) or TableLayout.resolve(
                 self.layout, self.k, self.expected_size
             )
-            index = RedisSimhashIndex(
+            options: dict[str, Any] = {}
+            kind: type[RedisSimhashIndex] = RedisSimhashIndex
+            if self.sharded:
+                from scrapy_simhash.backends.redis_sharded import ShardedRedisSimhashIndex
+
+                kind = ShardedRedisSimhashIndex
+                options["lock_wait"] = self.timeout
+            index = kind(
                 self.client,
                 prefix,
                 layout,
                 expected_size=self.expected_size,
                 url_format=self.url_format,
+                **options,
             )
             self._check_one_slot(index)
             if self.reset:
@@ -676,7 +708,7 @@ class RedisBackend:
         keyslot = getattr(self.client, "keyslot", None)
         if keyslot is None:
             return
-        slots = {keyslot(key) for key in [index.meta_key, index.urls_key, *index.table_keys]}
+        slots = {keyslot(key) for key in index.slot_keys()}
         if len(slots) > 1:
             raise BackendError(
                 f"SIMHASH_REDIS_KEY {self.key_template!r} spreads the keys of one crawl "
@@ -861,6 +893,8 @@ class RedisBackend:
         """Index what is still queued (one attempt), then close the connection;
         the shared keys stay (see ``SIMHASH_RESET``)."""
         index, self.index = self.index, None
+        if getattr(index, "lease_lost", 0):
+            self.counts["lease_lost_count"] = index.lease_lost
         try:
             if index is not None:
                 if self._pending:
@@ -883,7 +917,10 @@ class RedisBackend:
     def stats(self) -> dict[str, int]:
         """Counters of the queue of pages Redis could not take at once (for
         the ``simhash/redis/`` stats)."""
-        return {**self.counts, "queue_length": len(self._pending)}
+        counts = {**self.counts, "queue_length": len(self._pending)}
+        if getattr(self.index, "lease_lost", 0):  # sharded tables, while open
+            counts["lease_lost_count"] = self.index.lease_lost
+        return counts
 
     def __len__(self) -> int:
         """The index size (read from Redis while open, else the last known)."""
