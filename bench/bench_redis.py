@@ -11,11 +11,13 @@ each. Measures, in one run:
   (``SIMHASH_REDIS_URLS = "hash"``: 8 bytes per page, packed); scrapy-redis's
   dupefilter (a set of 40-hex SHA1 fingerprints) for comparison;
 - probe-and-insert calls a second (the Lua script, one EVALSHA round trip a page)
-  summed over 1, 2 and 4 processes, with Redis's own CPU per call (``INFO
-  commandstats``, every master) and the client's (``process_time``), the figures
-  contention barely moves: all sharing one crawl's index on the single
-  node, the same on the cluster (one crawl is one hash slot, so one master), and
-  one crawl per process on the cluster (the crawls spread over the masters).
+  summed over 1, 2 and 4 processes, with Redis's own time in commands per page
+  (``INFO commandstats``, every master) and the client's CPU per page
+  (``process_time``), the figures contention moves least: all sharing one crawl's index on the single
+  node, the same on the cluster (one crawl is one hash slot, so one master), one
+  crawl per process on the cluster (the crawls spread over the masters), and one
+  crawl with its tables sharded over the masters (``SIMHASH_REDIS_SHARDED``:
+  several round trips a page under a lock, writers take turns).
   Each index holds ``--rate-size`` pages before the timed calls.
 
 Rates are medians over repeats of wall-clock time on a shared 2-core machine where
@@ -40,6 +42,7 @@ import numpy as np
 
 from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisClusterServers, RedisServer
 from scrapy_simhash.backends.redis import RedisSimhashIndex, import_redis
+from scrapy_simhash.backends.redis_sharded import ShardedRedisSimhashIndex
 from scrapy_simhash.index import TableLayout
 
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
@@ -99,25 +102,30 @@ def _client(url: str, cluster: bool):
     return (redis.RedisCluster if cluster else redis.Redis).from_url(url)
 
 
-def _open(client, prefix: str, layout: TableLayout, size: int) -> RedisSimhashIndex:
-    index = RedisSimhashIndex(client, prefix, layout, expected_size=size)
+def _index(client, prefix: str, layout: TableLayout, size: int, sharded: bool):
+    kind = ShardedRedisSimhashIndex if sharded else RedisSimhashIndex
+    return kind(client, prefix, layout, expected_size=size)
+
+
+def _open(client, prefix: str, layout: TableLayout, size: int, sharded: bool):
+    index = _index(client, prefix, layout, size, sharded)
     index.open()
     return index
 
 
-def preload(url: str, cluster: bool, prefixes: list[str], layout: TableLayout, size: int) -> None:
+def preload(url, cluster, prefixes, layout: TableLayout, size: int, sharded: bool) -> None:
     client = _client(url, cluster)
     for prefix in prefixes:
-        index = RedisSimhashIndex(client, prefix, layout, expected_size=size)
+        index = _index(client, prefix, layout, size, sharded)
         index.clear()
         index.open()
         index.add_many(random_fingerprints(size, zlib.crc32(prefix.encode())))
     client.close()
 
 
-def _worker(url, cluster, prefix, layout_spec, size, ops, seed, start, out) -> None:
+def _worker(url, cluster, sharded, prefix, layout_spec, size, ops, seed, start, out) -> None:
     client = _client(url, cluster)
-    index = _open(client, prefix, TableLayout.parse(layout_spec, 3), size)
+    index = _open(client, prefix, TableLayout.parse(layout_spec, 3), size, sharded)
     fps = random_fingerprints(ops, seed).tolist()
     index.query_and_add(fps[0], "https://www.example.com/x")  # connect, load the script
     start.wait()
@@ -140,17 +148,16 @@ def reset_server_stats(url: str, cluster: bool) -> None:
         client.config_resetstat()
 
 
-def server_usec_per_call(url: str, cluster: bool) -> float:
-    """Redis's own CPU per EVALSHA since the last reset, over every master."""
-    calls = usec = 0
-    for client in _masters(url, cluster):
-        stats = client.info("commandstats").get("cmdstat_evalsha", {})
-        calls += int(stats.get("calls", 0))
-        usec += int(stats.get("usec", 0))
-    return usec / calls if calls else float("nan")
+def server_usec(url: str, cluster: bool) -> float:
+    """Redis's own CPU time in commands since the last reset, over every master."""
+    return float(sum(
+        stats.get("usec", 0)
+        for client in _masters(url, cluster)
+        for stats in client.info("commandstats").values()
+    ))
 
 
-def rate(url, cluster, prefixes, layout, size, ops, seed) -> tuple[float, float]:
+def rate(url, cluster, sharded, prefixes, layout, size, ops, seed) -> tuple[float, float]:
     """Calls a second summed over one process per entry of ``prefixes``, and the
     client's CPU seconds a call."""
     ctx = multiprocessing.get_context("fork")
@@ -159,7 +166,7 @@ def rate(url, cluster, prefixes, layout, size, ops, seed) -> tuple[float, float]
     workers = [
         ctx.Process(
             target=_worker,
-            args=(url, cluster, prefix, layout.spec, size, ops, seed + i, start, out),
+            args=(url, cluster, sharded, prefix, layout.spec, size, ops, seed + i, start, out),
         )
         for i, prefix in enumerate(prefixes)
     ]
@@ -212,40 +219,46 @@ def main() -> None:
                   f"{args.repeats} x {args.ops:,} calls a process; indexes of "
                   f"{args.rate_size:,} pages, layout {rate_layout.spec})")
             print(f"{'target':<36} {'1 process':>10} {'2 processes':>12} {'4 processes':>12} "
-                  f"{'server us/call':>15} {'client CPU us':>15}")
+                  f"{'server us/page':>15} {'client CPU us':>15}")
             rows = [
-                ("one node, one crawl", server.url, False, lambda n: ["bench"] * n),
-                ("cluster, one crawl (one master)", cluster.url, True,
+                ("one node, one crawl", server.url, False, False, lambda n: ["bench"] * n),
+                ("cluster, one crawl (one master)", cluster.url, True, False,
                  lambda n: ["{bench}"] * n),
-                ("cluster, one crawl per process", cluster.url, True,
+                ("cluster, one crawl per process", cluster.url, True, False,
                  lambda n: [f"{{crawl{i}}}" for i in range(n)]),
+                ("cluster, one crawl, tables sharded", cluster.url, True, True,
+                 lambda n: ["{sharded}"] * n),
             ]  # fmt: skip
-            for label, url, is_cluster, names in rows:
+            for label, url, is_cluster, sharded, names in rows:
                 figures = []
                 for procs in (1, 2, 4):
                     prefixes = [f"{name}:simhash" for name in names(procs)]
                     unique = sorted(set(prefixes))
-                    samples, cpus = [], []
+                    samples, cpus, servers = [], [], []
                     for r in range(args.repeats):
-                        preload(url, is_cluster, unique, rate_layout, args.rate_size)
-                        if procs == 1 and r == 0:
-                            reset_server_stats(url, is_cluster)
-                        calls, cpu = rate(url, is_cluster, prefixes, rate_layout,
+                        preload(url, is_cluster, unique, rate_layout, args.rate_size, sharded)
+                        reset_server_stats(url, is_cluster)
+                        calls, cpu = rate(url, is_cluster, sharded, prefixes, rate_layout,
                                           args.rate_size, args.ops, seed=1000 * procs + 10 * r)
                         samples.append(calls)
                         cpus.append(cpu)
+                        servers.append(server_usec(url, is_cluster) / (procs * (args.ops + 1)))
                     figures.append(statistics.median(samples))
                     if procs == 1:
-                        usec = server_usec_per_call(url, is_cluster)
+                        usec = statistics.median(servers)
                         client_usec = 1e6 * statistics.median(cpus)
                 print(f"{label:<36} {figures[0]:>10,.0f} {figures[1]:>12,.0f} "
                       f"{figures[2]:>12,.0f} {usec:>15.1f} {client_usec:>15.1f}")
-            if is_cluster:
-                probe = _client(cluster.url, True)
-                masters = {probe.get_node_from_key(f"{{crawl{i}}}:simhash:meta").port
-                           for i in range(4)}
-                print(f"(the 4 per-process crawls sit on {len(masters)} of the 3 masters)")
-                probe.close()
+            probe = _client(cluster.url, True)
+            masters = {probe.get_node_from_key(f"{{crawl{i}}}:simhash:meta").port
+                       for i in range(4)}
+            sharded_index = ShardedRedisSimhashIndex(probe, "{sharded}:simhash", rate_layout)
+            table_masters = {probe.get_node_from_key(key).port
+                             for key in sharded_index.table_keys}
+            print(f"(the 4 per-process crawls sit on {len(masters)} of the 3 masters; the "
+                  f"sharded crawl's {len(sharded_index.table_keys)} tables on "
+                  f"{len(table_masters)})")
+            probe.close()
         finally:
             cluster.stop()
             server.stop()
