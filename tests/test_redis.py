@@ -183,6 +183,7 @@ def test_new_settings_are_validated():
         ("SIMHASH_REDIS_TIMEOUT", 0), ("SIMHASH_REDIS_TIMEOUT", "soon"),
         ("SIMHASH_REDIS_QUEUE", -1), ("SIMHASH_REDIS_URLS", "short"),
         ("SIMHASH_MAX_UNCHECKED_SHARE", 1.5), ("SIMHASH_REDIS_CLUSTER", "maybe"),
+        ("SIMHASH_REDIS_SHARDED", "maybe"),
     ]:  # fmt: skip
         with pytest.raises(ValueError, match=f"Invalid {name} setting"):
             config(**{name: bad})

@@ -23,7 +23,8 @@ inserts the fingerprint when nothing matched, atomically, so two processes that
 see near-duplicate pages at the same moment cannot both keep them. In a Redis
 Cluster (``SIMHASH_REDIS_CLUSTER``) the default template ``{%(spider)s}:simhash``
 puts a crawl's keys in one hash slot, so the script stays one atomic call on one
-master, and different crawls spread over the masters.
+master, and different crawls spread over the masters
+(:mod:`scrapy_simhash.backends.redis_sharded` spreads one crawl's tables instead).
 
 What a sick Redis can cost (:class:`RedisBackend`): no call blocks Scrapy's
 thread longer than ``SIMHASH_REDIS_TIMEOUT`` to connect plus as long for the
