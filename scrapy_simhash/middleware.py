@@ -268,6 +268,9 @@ class SimhashMiddleware:
         duplicates = stats.get_value("simhash/duplicate_count", 0)
         stats.set_value("simhash/index_size", size)
         stats.set_value("simhash/cpu_seconds", round(self._seconds, 6))
+        for name, value in getattr(self.backend, "stats", dict)().items():
+            stats.set_value(f"simhash/redis/{name}", value)
+        self._check_unchecked_share(spider)
         self._write_event(
             "close",
             spider.name,
@@ -489,6 +492,33 @@ class SimhashMiddleware:
             self._closing = True
             _close_spider(self.crawler, "simhash_backend_error")
 
+    def _check_unchecked_share(self, spider: Spider) -> None:
+        """A crawl that kept more than ``SIMHASH_MAX_UNCHECKED_SHARE`` of its pages
+        unchecked (index errors) or unstored (a full Redis) ends with the finish
+        reason ``simhash_unchecked`` and an ERROR, instead of a plain ``finished``."""
+        stats = self.stats
+        failed = stats.get_value("simhash/backend_error_count", 0)
+        # pages checked but never stored (a full Redis) leave later copies unnoticed
+        unchecked = failed + stats.get_value("simhash/redis/unstored_count", 0)
+        total = failed + stats.get_value("simhash/response_count", 0)
+        if not unchecked or unchecked <= self.config.max_unchecked_share * total:
+            return
+        logger.error(
+            "Simhash: %(unchecked)d of %(total)d pages (%(share).1f%%) were kept without a "
+            "complete near-duplicate check because the index failed or was full "
+            "(SIMHASH_MAX_UNCHECKED_SHARE = %(limit)g)",
+            {
+                "unchecked": unchecked,
+                "total": total,
+                "share": 100 * unchecked / total,
+                "limit": self.config.max_unchecked_share,
+            },
+            extra={"spider": spider},
+        )
+        # CoreStats wrote the finish reason before this handler; a finished crawl
+        # that ran without deduplication says so
+        if self.stats.get_value("finish_reason") == "finished":
+            self.stats.set_value("finish_reason", "simhash_unchecked")
 
 def _spider_name(crawler: Crawler) -> str:
     spider = getattr(crawler, "spider", None)  # created before the middlewares

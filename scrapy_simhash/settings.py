@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from scrapy.settings import BaseSettings
 
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
+from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, URL_FORMATS
 from scrapy_simhash.backends.state import STATE_FILE
 from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
@@ -29,6 +30,8 @@ ON_ERROR = ("keep", "stop")
 MAX_DISTANCE_LIMIT = 10  # beyond this the permuted tables stop paying off
 DEFAULT_EXPECTED_PAGES = 1_000_000
 DEFAULT_REDIS_KEY = "%(spider)s:simhash"
+#: In a Redis Cluster, the hash tag puts one crawl's keys in one slot.
+DEFAULT_CLUSTER_REDIS_KEY = "{%(spider)s}:simhash"
 
 
 class SettingSpec(NamedTuple):
@@ -90,12 +93,44 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Redis of the redis backend; default REDIS_URL, then REDIS_HOST and REDIS_PORT.",
     ),
     SettingSpec(
-        "SIMHASH_REDIS_KEY", DEFAULT_REDIS_KEY,
-        "Key prefix template of the redis backend (%(spider)s is the spider name).",
+        "SIMHASH_REDIS_KEY", None,
+        f"Key prefix template of the redis backend (%(spider)s is the spider name); "
+        f"default {DEFAULT_REDIS_KEY}, or {DEFAULT_CLUSTER_REDIS_KEY} with "
+        "SIMHASH_REDIS_CLUSTER (one hash slot a crawl).",
     ),
     SettingSpec(
         "SIMHASH_REDIS_ON_ERROR", "keep",
-        "When the index fails mid-crawl: keep pages (unchecked) or stop the crawl.",
+        "When the index fails mid-crawl: keep pages (unchecked, queued for indexing) or "
+        "stop the crawl.",
+    ),
+    SettingSpec(
+        "SIMHASH_REDIS_TIMEOUT", DEFAULT_TIMEOUT,
+        "Seconds one Redis call may block the crawl (connect, and again for the answer); "
+        "no retries.",
+    ),
+    SettingSpec(
+        "SIMHASH_REDIS_QUEUE", DEFAULT_QUEUE_SIZE,
+        "Pages kept unchecked (or unstored) while Redis fails, queued and indexed when it "
+        "answers again.",
+    ),
+    SettingSpec(
+        "SIMHASH_REDIS_CLUSTER", False,
+        "Use redis-py's RedisCluster (a Redis Cluster); one crawl's keys in one hash slot.",
+    ),
+    SettingSpec(
+        "SIMHASH_REDIS_SHARDED", False,
+        "With a cluster: spread one crawl's tables over the masters (a lease lock makes "
+        "probe-and-insert atomic).",
+    ),
+    SettingSpec(
+        "SIMHASH_REDIS_URLS", "full",
+        "full (URLs stored for the drop log) or hash (an 8-byte hash a page: the drop log "
+        "names the kept page as xxh3:<hex>).",
+    ),
+    SettingSpec(
+        "SIMHASH_MAX_UNCHECKED_SHARE", 0.05,
+        "A crawl that kept more than this share of its pages unchecked ends with finish "
+        "reason simhash_unchecked and an ERROR.",
     ),
 )
 
@@ -125,8 +160,14 @@ class SimhashSettings:
     backend: str | type[Backend] = DEFAULTS["SIMHASH_BACKEND"]
     redis_url: str = "redis://localhost:6379"
     redis_params: dict = field(default_factory=dict, hash=False)
-    redis_key: str = DEFAULTS["SIMHASH_REDIS_KEY"]
+    redis_key: str = DEFAULT_REDIS_KEY  # SIMHASH_REDIS_KEY = None: per mode
     redis_on_error: str = DEFAULTS["SIMHASH_REDIS_ON_ERROR"]
+    redis_timeout: float = DEFAULTS["SIMHASH_REDIS_TIMEOUT"]
+    redis_queue: int = DEFAULTS["SIMHASH_REDIS_QUEUE"]
+    redis_cluster: bool = DEFAULTS["SIMHASH_REDIS_CLUSTER"]
+    redis_sharded: bool = DEFAULTS["SIMHASH_REDIS_SHARDED"]
+    redis_urls: str = DEFAULTS["SIMHASH_REDIS_URLS"]
+    max_unchecked_share: float = DEFAULTS["SIMHASH_MAX_UNCHECKED_SHARE"]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
@@ -155,6 +196,12 @@ class SimhashSettings:
             redis_params=_get_dict(settings, "REDIS_PARAMS"),
             redis_key=_get_redis_key(settings),
             redis_on_error=_get_choice(settings, "SIMHASH_REDIS_ON_ERROR", ON_ERROR),
+            redis_timeout=_get_float(settings, "SIMHASH_REDIS_TIMEOUT", 0.001, 60),
+            redis_queue=_get_int(settings, "SIMHASH_REDIS_QUEUE", 0),
+            redis_cluster=_get_bool(settings, "SIMHASH_REDIS_CLUSTER"),
+            redis_sharded=_get_bool(settings, "SIMHASH_REDIS_SHARDED"),
+            redis_urls=_get_choice(settings, "SIMHASH_REDIS_URLS", URL_FORMATS),
+            max_unchecked_share=_get_float(settings, "SIMHASH_MAX_UNCHECKED_SHARE", 0, 1),
         )
 
     def summary(self) -> dict[str, Any]:
@@ -197,6 +244,17 @@ def _get_int(
     if number < low or (high is not None and number > high):
         bounds = f"at least {low}" if high is None else f"from {low} to {high}"
         raise _invalid(name, value, f"expected an integer {bounds}")
+    return number
+
+
+def _get_float(settings: BaseSettings, name: str, low: float, high: float) -> float:
+    value = settings.get(name, DEFAULTS[name])
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not low <= number <= high:
+        raise _invalid(name, value, f"expected a number from {low:g} to {high:g}")
     return number
 
 
@@ -292,7 +350,10 @@ def _get_redis_url(settings: BaseSettings) -> str:
 
 
 def _get_redis_key(settings: BaseSettings) -> str:
-    value = settings.get("SIMHASH_REDIS_KEY", DEFAULTS["SIMHASH_REDIS_KEY"])
+    value = settings.get("SIMHASH_REDIS_KEY")
+    if value is None:  # the default depends on the mode
+        cluster = _get_bool(settings, "SIMHASH_REDIS_CLUSTER")
+        value = DEFAULT_CLUSTER_REDIS_KEY if cluster else DEFAULT_REDIS_KEY
     if not isinstance(value, str) or not value:
         raise _invalid(
             "SIMHASH_REDIS_KEY", value, 'expected a key template such as "%(spider)s:simhash"'
