@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy_simhash.downloadermiddleware import MIDDLEWARE_ORDER as RULES_ORDER
+from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
 from scrapy_simhash.middleware import SimhashMiddleware
 
 if TYPE_CHECKING:
@@ -23,4 +25,7 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_ORDER
+        )
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, RULES_ORDER
         )

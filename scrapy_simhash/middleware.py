@@ -200,6 +200,10 @@ class SimhashMiddleware:
             self._seconds += time.thread_time() - start
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
+            self.crawler.signals.send_catch_log(
+                simhash_signals.simhash_kept, response=response, fingerprint=fp,
+                spider=self.crawler.spider,
+            )
             return
         if request is not None and request.dont_filter:
             # never dropped; indexed like any other page when it is new

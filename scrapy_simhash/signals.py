@@ -10,3 +10,8 @@ synchronous hook with ``send_catch_log``: handlers must be synchronous (an
 """
 
 simhash_duplicate = object()
+
+simhash_kept = object()
+"""Sent for every page fingerprinted and kept as distinct (no stored page within
+k bits), with ``response``, ``fingerprint`` and ``spider``; synchronous, like
+``simhash_duplicate``. The URL rules learn their counterexamples from it."""
