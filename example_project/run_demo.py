@@ -63,6 +63,7 @@ class CrawlResult:
     served: list  # demo.site.Served, in serving order
     items: list[dict]
     drops: list[dict]
+    skips: list[dict]
     stats: dict
     log_path: Path
     fetched: list[str] = field(init=False)
@@ -119,7 +120,8 @@ def run_crawl(
         returncode=proc.returncode,
         served=list(site.served),
         items=_read_jsonl(items),
-        drops=_read_jsonl(drops),
+        drops=[r for r in _read_jsonl(drops) if r.get("action") != "skip"],
+        skips=[r for r in _read_jsonl(drops) if r.get("action") == "skip"],
         stats=json.loads(stats.read_text()) if stats.exists() else {},
         log_path=log,
     )

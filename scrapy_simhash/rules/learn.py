@@ -14,7 +14,9 @@ from pages the crawl fetched and fingerprinted:
 
 Every rule is narrow: one origin (scheme and host), one path pattern, one
 parameter set or one substitution. It becomes active only with
-``min_support`` supporting pairs on distinct pages and no counterexample;
+``min_support`` distinct supporting pairs, on at least two distinct pages (so
+that one page met under many URLs, such as the empty pages past the end of a
+listing, never speaks for a whole path), and no counterexample;
 :meth:`RuleBook.check` then says which request URL an active rule maps to a
 page already kept, and whether to fetch it anyway to verify the rule.
 
@@ -113,8 +115,9 @@ class Rule:
     id: str
     kind: str
     origins: tuple[str, ...]
-    support: int = 0  # distinct pages (keys) with a supporting pair
-    pairs: int = 0  # supporting pairs, verifications included
+    support: int = 0  # distinct supporting pairs (distinct dropped URLs)
+    pages: int = 0  # distinct pages among them (rule keys)
+    pairs: int = 0  # supporting pairs seen, repeats included
     examples: list[Pair] = field(default_factory=list)
     counterexamples: list[Pair] = field(default_factory=list)
     active: bool = False
@@ -122,8 +125,10 @@ class Rule:
     skips: int = 0
     verified: int = 0
     _support_keys: set = field(default_factory=set, repr=False)
+    _support_urls: set = field(default_factory=set, repr=False)
     _kept: dict = field(default_factory=dict, repr=False)
     _verify_left: int = field(default=0, repr=False)
+    _verify_keys: set = field(default_factory=set, repr=False)
 
     def key(self, url: Url):  # overridden
         raise NotImplementedError
@@ -134,7 +139,8 @@ class Rule:
 
     def summary(self) -> dict:
         return {
-            "rule": self.id, "kind": self.kind, "support": self.support, "pairs": self.pairs,
+            "rule": self.id, "kind": self.kind, "support": self.support, "pages": self.pages,
+            "pairs": self.pairs,
             "counterexamples": len(self.counterexamples), "skips": self.skips,
             "verified": self.verified,
             "state": "retired" if self.retired else "active" if self.active else "candidate",
@@ -336,10 +342,14 @@ class Decision(NamedTuple):
 class RuleBook:
     """Candidate and active rules, the evidence behind them, and the pages kept.
 
-    ``min_support``: distinct supporting pages before a rule is active;
-    ``verify_first``: requests fetched anyway right after activation;
+    ``min_support``: distinct supporting pairs before a rule is active (on two
+    distinct pages at least, when ``min_support`` is 2 or more);
+    ``verify_first``: requests fetched anyway right after activation (the first
+    ones for pages beyond the rule's supporting pages: a page with a supporting
+    pair of its own is skipped on that evidence);
     ``verify_share``: share of later would-be skips fetched anyway (by a hash of the
-    URL, so every process and every replay picks the same ones).
+    URL, so every process and every replay picks the same ones), among requests
+    for pages the rule has no supporting pair of its own for.
     """
 
     def __init__(self, min_support: int = 3, verify_first: int = 2,
@@ -400,12 +410,23 @@ class RuleBook:
         rule.pairs += 1
         if rule.active:
             rule.verified += 1
-        if key not in rule._support_keys:
-            rule._support_keys.add(key)
+        if url not in rule._support_urls:
+            rule._support_urls.add(url)
             rule.support += 1
+            if key not in rule._support_keys:
+                rule._support_keys.add(key)
+                rule.pages += 1
+                if rule.active and key not in rule._verify_keys and rule._verify_left > 0:
+                    # a fetch already under way at activation checked a new page: it
+                    # counts as one of the first verifications
+                    rule._verify_left -= 1
             if len(rule.examples) < MAX_EXAMPLES:
                 rule.examples.append((url, of))
-        if not rule.active and rule.support >= self.min_support:
+        if (
+            not rule.active
+            and rule.support >= self.min_support
+            and rule.pages >= min(2, self.min_support)
+        ):
             rule.active = True
             rule._verify_left = self.verify_first
             for origin in rule.origins:
@@ -448,6 +469,7 @@ class RuleBook:
         was_active, rule.active = rule.active, False
         rule._kept = {}
         rule._support_keys = set()
+        rule._support_urls = set()
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
 
     # -- applying --------------------------------------------------------------------------
@@ -469,8 +491,13 @@ class RuleBook:
             kept = rule._kept.get(key)
             if kept is None or kept == url:
                 continue
-            if rule._verify_left > 0:
+            if key in rule._support_keys:
+                # this very page has a supporting pair under the rule: skip on that evidence
+                return Decision(rule, kept, False)
+            if rule._verify_left > 0 and key not in rule._verify_keys:
+                # the first pages the rule speaks for beyond its evidence are fetched anyway
                 rule._verify_left -= 1
+                rule._verify_keys.add(key)
                 return Decision(rule, kept, True)
             verify = (zlib.crc32(url.encode()) & 0xFFFF) < self._verify_cut
             return Decision(rule, kept, verify)
