@@ -29,6 +29,7 @@ different orders. The server listens on 127.0.0.1 and 127.0.0.2 (same port).
 from __future__ import annotations
 
 import random
+import socket
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -127,7 +128,7 @@ class DustSite:
         if path == "/item":
             return "item", f"item:{q.get('id', ['?'])[0]}"
         if path.startswith("/t/"):
-            return "templated", f"t:{path[3:]}"
+            return "templated", f"t:{path[3:].removesuffix('.html')}"
         if path == "/watch":
             return "watch", f"watch:{q.get('v', ['?'])[0]}"
         return "other", path
@@ -269,6 +270,12 @@ class DustServer:
 def _handler(site: DustSite) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # headers and body are two writes: without this, Nagle's algorithm and
+            # delayed ACKs hold each keep-alive response for ~40 ms
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self) -> None:  # noqa: N802 (http.server API)
             status, body = site.handle(self.path, self.headers.get("Host", "127.0.0.1"))

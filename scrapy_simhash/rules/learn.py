@@ -4,13 +4,15 @@ Pure: no Scrapy import. A :class:`RuleBook` is fed two kinds of evidence, both
 from pages the crawl fetched and fingerprinted:
 
 - :meth:`RuleBook.duplicate` ``(url, of)``: ``url`` was dropped as a
-  near-duplicate of the kept page ``of``. The difference between the two URLs
-  (one dimension only: a set of query parameters, a path substitution, a host
-  alias, ``index.html`` versus ``/``, case, trailing slash, parameter order)
-  names a candidate :class:`Rule`, and the pair supports it.
-- :meth:`RuleBook.kept` ``(url)``: ``url`` was kept as a distinct page. A rule
-  that maps it to another kept page has a counterexample and is retired for
-  good.
+  near-duplicate of the kept page ``of``. The difference between ``url`` and
+  each URL already known to show that page (one dimension only: a set of query
+  parameters, a path substitution, a host alias, ``index.html`` versus ``/``,
+  case, trailing slash, parameter order) names a candidate :class:`Rule`.
+- :meth:`RuleBook.kept` ``(url)``: ``url`` was kept as a distinct page.
+
+Every URL fetched is thus known to show one page. A rule that maps two URLs of
+one page together has a supporting pair; a rule that maps URLs of two different
+pages together has a counterexample and is retired for good.
 
 Every rule is narrow: one origin (scheme and host), one path pattern, one
 parameter set or one substitution. It becomes active only with
@@ -42,6 +44,8 @@ INDEX_FILES = frozenset(
 #: Stored example pairs per rule (support and counterexamples): the evidence shown
 #: in logs and by ``scrapy-simhash rules``; counts are kept in full.
 MAX_EXAMPLES = 5
+#: URLs of one page compared with a new duplicate of it to suggest rules.
+MAX_CLUSTER = 16
 
 
 class Url(NamedTuple):
@@ -364,64 +368,106 @@ class RuleBook:
         self.rules: dict[str, Rule] = {}
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
-        self._kept_urls: set[str] = set()
-        self._kept: dict[tuple, list[tuple[Url, str]]] = {}  # scope -> kept pages in it
+        self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
+        self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
+        self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
 
     # -- evidence --------------------------------------------------------------------------
 
     def kept(self, url: str) -> list[RuleEvent]:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
-        if url in self._kept_urls:
-            return []
-        self._kept_urls.add(url)
+        return self._observe(url, url)
+
+    def duplicate(self, url: str, of: str) -> list[RuleEvent]:
+        """``url`` was dropped as a near-duplicate of the kept page ``of``: the pair (and
+        ``url`` with every other URL already known to show page ``of``) may suggest
+        rules (``learned``), support them (``activated``) or refute them."""
+        events: list[RuleEvent] = []
+        if url in self._page_of:
+            return events
         u = parse_url(url)
-        head, _, _ = u.path.rpartition("/")
+        for other in self._cluster.get(of, [of])[:MAX_CLUSTER]:
+            if other == url:
+                continue
+            rule = candidate_rule(u, parse_url(other))
+            if rule is None or rule.id in self.rules:
+                continue
+            self.rules[rule.id] = rule
+            for origin in rule.origins:
+                self._live.setdefault(origin, []).append(rule)
+            events.append(RuleEvent("learned", rule, (url, other)))
+            events.extend(self._backfill(rule))
+        events.extend(self._observe(url, of))
+        return events
+
+    def _observe(self, url: str, page: str) -> list[RuleEvent]:
+        """Record that fetching ``url`` showed ``page`` (a kept URL); every live rule
+        that speaks for ``url`` gains a supporting pair or a counterexample."""
+        if url in self._page_of:
+            return []
+        self._page_of[url] = page
+        cluster = self._cluster.setdefault(page, [page])
+        if url != page:
+            cluster.append(url)
+        u = parse_url(url)
+        entry = (u, url, page)
+        head = u.path.rpartition("/")[0]
         for scope in (("origin", u.origin), ("pattern", u.origin, path_pattern(u.path)),
                       ("dir", u.origin, head)):
-            self._kept.setdefault(scope, []).append((u, url))
+            self._seen.setdefault(scope, []).append(entry)
         events: list[RuleEvent] = []
         for rule in list(self._live.get(u.origin, ())):
-            event = self._keep_in(rule, u, url)
+            event = self._meet(rule, u, url, page)
             if event is not None:
                 events.append(event)
         return events
 
-    def duplicate(self, url: str, of: str) -> list[RuleEvent]:
-        """``url`` was dropped as a near-duplicate of the kept page ``of``; returns the
-        rule it suggests (``learned``) and whether that made it ``activated``."""
-        rule = candidate_rule(parse_url(url), parse_url(of))
-        if rule is None:
-            return []
+    def _backfill(self, rule: Rule) -> list[RuleEvent]:
+        """A new rule meets every URL fetched before it existed: its support and its
+        counterexamples so far."""
         events: list[RuleEvent] = []
-        existing = self.rules.get(rule.id)
-        if existing is None:
-            self.rules[rule.id] = rule
-            for origin in rule.origins:
-                self._live.setdefault(origin, []).append(rule)
-            events.append(RuleEvent("learned", rule, (url, of)))
-            events.extend(self._backfill(rule))
-        else:
-            rule = existing
-        if rule.retired:
-            return events
-        key = rule.key(parse_url(url))
-        if key is None or key != rule.key(parse_url(of)):  # cannot happen for a derived rule
-            return events
+        done: set[str] = set()
+        for scope in rule.scope():
+            for u, url, page in self._seen.get(scope, ()):
+                if url in done:
+                    continue
+                done.add(url)
+                event = self._meet(rule, u, url, page)
+                if event is not None:
+                    events.append(event)
+                    if rule.retired:
+                        return events
+        return events
+
+    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
+        key = rule.key(u)
+        if key is None:
+            return None
+        first = rule._kept.setdefault(key, (page, url))
+        if first[0] != page:
+            return self._retire(rule, (first[1], url))
+        if first[1] == url:
+            return None
+        return self._support(rule, key, (url, first[1]))
+
+    def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
+        url = pair[0]
         rule.pairs += 1
+        if url in rule._support_urls:
+            return None
+        rule._support_urls.add(url)
+        rule.support += 1
         if rule.active:
             rule.verified += 1
-        if url not in rule._support_urls:
-            rule._support_urls.add(url)
-            rule.support += 1
-            if key not in rule._support_keys:
-                rule._support_keys.add(key)
-                rule.pages += 1
-                if rule.active and key not in rule._verify_keys and rule._verify_left > 0:
-                    # a fetch already under way at activation checked a new page: it
-                    # counts as one of the first verifications
-                    rule._verify_left -= 1
-            if len(rule.examples) < MAX_EXAMPLES:
-                rule.examples.append((url, of))
+        if key not in rule._support_keys:
+            rule._support_keys.add(key)
+            rule.pages += 1
+            if rule.active and key not in rule._verify_keys and rule._verify_left > 0:
+                # a fetch already under way at activation checked a new page: it counts
+                # as one of the first verifications
+                rule._verify_left -= 1
+        if len(rule.examples) < MAX_EXAMPLES:
+            rule.examples.append(pair)
         if (
             not rule.active
             and rule.support >= self.min_support
@@ -431,32 +477,8 @@ class RuleBook:
             rule._verify_left = self.verify_first
             for origin in rule.origins:
                 self._active.setdefault(origin, []).append(rule)
-            events.append(RuleEvent("activated", rule, (url, of)))
-        return events
-
-    def _backfill(self, rule: Rule) -> list[RuleEvent]:
-        """A new rule meets the pages kept before it existed (their counterexamples too)."""
-        events = []
-        seen: set[str] = set()
-        for scope in rule.scope():
-            for u, url in self._kept.get(scope, ()):
-                if url in seen:
-                    continue
-                seen.add(url)
-                event = self._keep_in(rule, u, url)
-                if event is not None:
-                    events.append(event)
-                    return events
-        return events
-
-    def _keep_in(self, rule: Rule, u: Url, url: str) -> RuleEvent | None:
-        key = rule.key(u)
-        if key is None:
-            return None
-        other = rule._kept.setdefault(key, url)
-        if other == url:
-            return None
-        return self._retire(rule, (other, url))
+            return RuleEvent("activated", rule, pair)
+        return None
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
         rule.retired = True
@@ -488,9 +510,10 @@ class RuleBook:
             key = rule.key(u)
             if key is None:
                 continue
-            kept = rule._kept.get(key)
-            if kept is None or kept == url:
+            known = rule._kept.get(key)
+            if known is None or known[0] == url:
                 continue
+            kept = known[0]
             if key in rule._support_keys:
                 # this very page has a supporting pair under the rule: skip on that evidence
                 return Decision(rule, kept, False)
@@ -516,7 +539,7 @@ class RuleBook:
 
     @property
     def kept_count(self) -> int:
-        return len(self._kept_urls)
+        return len(self._cluster)
 
     def summary(self) -> list[dict]:
         """Every rule (active first, then candidates, then retired), as plain dicts."""
