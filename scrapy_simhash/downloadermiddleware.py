@@ -197,7 +197,7 @@ class UrlRulesMiddleware:
     def page_kept(self, response: Response, **kwargs: Any) -> None:
         url = response.url
         self._record(["k", url])
-        self._report(self.book.kept(url))
+        self._learn(self.book.kept, url)
         rule = self._verifying.pop(url, None)
         if rule is not None:
             self.stats.inc_value("simhash/rules_verify_failed_count")
@@ -205,9 +205,19 @@ class UrlRulesMiddleware:
     def page_duplicate(self, response: Response, duplicate_of: str, **kwargs: Any) -> None:
         url = response.url
         self._record(["d", url, duplicate_of])
-        self._report(self.book.duplicate(url, duplicate_of))
+        self._learn(self.book.duplicate, url, duplicate_of)
         if self._verifying.pop(url, None) is not None:
             self.stats.inc_value("simhash/rules_verify_confirmed_count")
+
+    def _learn(self, step: Any, *urls: str) -> None:
+        try:
+            events = step(*urls)
+        except Exception as exc:  # a rule book left half-updated must not skip anything
+            logger.error("URL rules: learning from %(urls)s failed", {"urls": urls},
+                         exc_info=True, extra={"spider": self.crawler.spider})
+            self._stop_applying("a learning step failed", exc)
+            return
+        self._report(events)
 
     def _record(self, event: list) -> None:
         if self.log is None:

@@ -200,7 +200,7 @@ class PathRule(Rule):
             if segs[n:m] == side and len(segs) - m == self.tail and segs[:n] == self.prefix:
                 if self.tail and _ext(segs[-1]) != self.ext:
                     return None
-                return url.origin, self.prefix + self.a + segs[m:], url.query
+                return url.origin, "/".join(self.prefix + self.a + segs[m:]), url.query
         return None
 
     def scope(self) -> tuple:
@@ -368,6 +368,7 @@ class RuleBook:
         self.rules: dict[str, Rule] = {}
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
+        self._pending: list[Rule] = []  # rules activated since the last _compose
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
         self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
@@ -376,7 +377,9 @@ class RuleBook:
 
     def kept(self, url: str) -> list[RuleEvent]:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
-        return self._observe(url, url)
+        events = self._observe(url, url)
+        events.extend(self._compose())
+        return events
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
         """``url`` was dropped as a near-duplicate of the kept page ``of``: the pair (and
@@ -386,18 +389,26 @@ class RuleBook:
         if url in self._page_of:
             return events
         u = parse_url(url)
+        forms = [u]
+        for active in self._active.get(u.origin, ()):
+            key = active.key(u)
+            if key is not None and key != u:
+                forms.append(Url(*key))
         for other in self._cluster.get(of, [of])[:MAX_CLUSTER]:
             if other == url:
                 continue
-            rule = candidate_rule(u, parse_url(other))
-            if rule is None or rule.id in self.rules:
-                continue
-            self.rules[rule.id] = rule
-            for origin in rule.origins:
-                self._live.setdefault(origin, []).append(rule)
-            events.append(RuleEvent("learned", rule, (url, other)))
-            events.extend(self._backfill(rule))
+            o = parse_url(other)
+            for form in forms:
+                rule = candidate_rule(form, o)
+                if rule is None or rule.id in self.rules:
+                    continue
+                self.rules[rule.id] = rule
+                for origin in rule.origins:
+                    self._live.setdefault(origin, []).append(rule)
+                events.append(RuleEvent("learned", rule, (url, other)))
+                events.extend(self._backfill(rule))
         events.extend(self._observe(url, of))
+        events.extend(self._compose())
         return events
 
     def _observe(self, url: str, page: str) -> list[RuleEvent]:
@@ -439,22 +450,38 @@ class RuleBook:
                         return events
         return events
 
-    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
+    def _keys(self, rule: Rule, u: Url) -> list[tuple]:
+        """What ``rule`` maps ``u`` to, alone and after one other active rule (rules
+        compose: ``/a?utm=1`` on a mirror host is ``/a`` on the main one)."""
+        keys = []
         key = rule.key(u)
-        if key is None:
-            return None
-        first = rule._kept.setdefault(key, (page, url))
-        if first[0] != page:
-            return self._retire(rule, (first[1], url))
-        if first[1] == url:
-            return None
-        return self._support(rule, key, (url, first[1]))
+        if key is not None:
+            keys.append(key)
+        for other in self._active.get(u.origin, ()):
+            if other is rule:
+                continue
+            first = other.key(u)
+            if first is not None and first != u:
+                key = rule.key(Url(*first))
+                if key is not None and key not in keys:
+                    keys.append(key)
+        return keys
+
+    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
+        activated = None
+        for key in self._keys(rule, u):
+            first = rule._kept.setdefault(key, (page, url))
+            if first[0] != page:
+                return self._retire(rule, (first[1], url))
+            if first[1] != url:
+                activated = self._support(rule, key, (url, first[1])) or activated
+        return activated
 
     def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
         url = pair[0]
-        rule.pairs += 1
         if url in rule._support_urls:
             return None
+        rule.pairs += 1
         rule._support_urls.add(url)
         rule.support += 1
         if rule.active:
@@ -477,8 +504,24 @@ class RuleBook:
             rule._verify_left = self.verify_first
             for origin in rule.origins:
                 self._active.setdefault(origin, []).append(rule)
+            self._pending.append(rule)
             return RuleEvent("activated", rule, pair)
         return None
+
+    def _compose(self) -> list[RuleEvent]:
+        """After activations: the other live rules meet the URLs seen again, through the
+        new active rules (their composed keys)."""
+        events: list[RuleEvent] = []
+        while self._pending:
+            new = self._pending.pop()
+            if not new.active:
+                continue
+            others = {id(r): r for o in new.origins for r in self._live.get(o, ())
+                      if r is not new}
+            for rule in others.values():
+                for event in self._backfill(rule):
+                    events.append(event)
+        return events
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
         rule.retired = True
@@ -507,11 +550,11 @@ class RuleBook:
             return None
         u = parse_url(url)
         for rule in rules:
-            key = rule.key(u)
-            if key is None:
-                continue
-            known = rule._kept.get(key)
-            if known is None or known[0] == url:
+            for key in self._keys(rule, u):
+                known = rule._kept.get(key)
+                if known is not None and known[0] != url:
+                    break
+            else:
                 continue
             kept = known[0]
             if key in rule._support_keys:
