@@ -972,6 +972,9 @@ def build_parser(prog: str = "scrapy-simhash") -> argparse.ArgumentParser:
         if name == "redis-clear":
             p.add_argument("--yes", action="store_true", help="really delete it")
         p.set_defaults(func=func)
+    from scrapy_simhash.cli import rules as rules_cli  # noqa: PLC0415 (issue 13)
+
+    rules_cli.add_parser(sub)
     return parser
 
 

@@ -549,24 +549,33 @@ class RuleBook:
         if not rules:
             return None
         u = parse_url(url)
+        found = self._find(rules, u, url, composed=False)
+        if found is None:
+            found = self._find(rules, u, url, composed=True)
+            if found is None:
+                return None
+        rule, key, kept = found
+        if key in rule._support_keys:
+            # this very page has a supporting pair under the rule: skip on that evidence
+            return Decision(rule, kept, False)
+        if rule._verify_left > 0 and key not in rule._verify_keys:
+            # the first pages the rule speaks for beyond its evidence are fetched anyway
+            rule._verify_left -= 1
+            rule._verify_keys.add(key)
+            return Decision(rule, kept, True)
+        verify = (zlib.crc32(url.encode()) & 0xFFFF) < self._verify_cut
+        return Decision(rule, kept, verify)
+
+    def _find(self, rules: list[Rule], u: Url, url: str, *, composed: bool):
+        """The first rule (alone, or after another one) mapping ``u`` to a known page."""
         for rule in rules:
-            for key in self._keys(rule, u):
+            keys = self._keys(rule, u) if composed else [rule.key(u)]
+            for key in keys:
+                if key is None:
+                    continue
                 known = rule._kept.get(key)
                 if known is not None and known[0] != url:
-                    break
-            else:
-                continue
-            kept = known[0]
-            if key in rule._support_keys:
-                # this very page has a supporting pair under the rule: skip on that evidence
-                return Decision(rule, kept, False)
-            if rule._verify_left > 0 and key not in rule._verify_keys:
-                # the first pages the rule speaks for beyond its evidence are fetched anyway
-                rule._verify_left -= 1
-                rule._verify_keys.add(key)
-                return Decision(rule, kept, True)
-            verify = (zlib.crc32(url.encode()) & 0xFFFF) < self._verify_cut
-            return Decision(rule, kept, verify)
+                    return rule, key, known[0]
         return None
 
     def skipped(self, rule_id: str) -> None:
