@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 __all__ = ["Decision", "Rule", "RuleBook", "RuleEvent", "Url", "candidate_rule", "parse_url",
@@ -86,6 +87,7 @@ def parse_url(url: str) -> Url:
     return Url(f"{scheme.lower()}://{netloc.lower()}", path or "/", items)
 
 
+@lru_cache(maxsize=1 << 16)
 def path_pattern(path: str) -> str:
     """The family of pages a parameter rule may speak for: the path itself, except a
     last segment that is a number (``/item/{n}``) or a file (``/news/*.html``)."""
