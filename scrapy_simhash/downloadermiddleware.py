@@ -107,7 +107,8 @@ class UrlRulesMiddleware:
         self.stats = crawler.stats
         self.config = config
         self.settings = rules
-        self.apply = rules.mode == "apply"
+        # SIMHASH_ACTION=log is a dry run: rules are learned, nothing is skipped
+        self.apply = rules.mode == "apply" and config.action != "log"
         self.book = RuleBook(rules.min_support, rules.verify_first, rules.verify_share)
         self.log: FileRuleLog | RedisRuleLog | None = None
         self._audit: Any = None
@@ -276,7 +277,7 @@ class UrlRulesMiddleware:
             return None
         if not self.apply:
             self.stats.inc_value("simhash/requests_skippable_count")
-            logger.debug("Would skip %(request)s (SIMHASH_RULES=learn): rule %(rule)s maps it "
+            logger.debug("Would skip %(request)s (not applying rules): rule %(rule)s maps it "
                          "to <%(of)s>", {"request": request, "rule": rule.id,
                                          "of": decision.duplicate_of},
                          extra={"spider": self.crawler.spider})

@@ -196,7 +196,8 @@ async def test_skips_logged_once_at_info_counted_and_audited(site, caplog, tmp_p
     assert sorted(Counter(p.split("?")[0] for p in spider.parsed).values()) == [1] * 9
 
 
-@pytest.mark.parametrize("opt_out", ["meta_rules", "meta_enabled", "dont_filter", "learn_mode"])
+@pytest.mark.parametrize("opt_out", ["meta_rules", "meta_enabled", "dont_filter", "learn_mode",
+                                     "log_action"])
 @deferred_f_from_coro_f
 async def test_opt_outs_fetch_everything(site, opt_out):
     _session_site(site)
@@ -204,12 +205,14 @@ async def test_opt_outs_fetch_everything(site, opt_out):
     settings = {**RULES, "SIMHASH_RULES_VERIFY_SHARE": 0}
     if opt_out == "learn_mode":
         settings["SIMHASH_RULES"] = "learn"
+    if opt_out == "log_action":  # the spider middleware's dry run: nothing skipped either
+        settings["SIMHASH_ACTION"] = "log"
     crawler = await crawl(_SiteSpider, settings, base=site.base, meta=meta.get(opt_out),
                           dont_filter=opt_out == "dont_filter")
     assert crawler.spider.skipped == []
     assert crawler.stats.get_value("simhash/requests_skipped_count") is None
     assert sum(site.hits.values()) == 17  # home + 16 session views
-    if opt_out == "learn_mode":
+    if opt_out in ("learn_mode", "log_action"):
         assert crawler.stats.get_value("simhash/requests_skippable_count") == 3
 
 
