@@ -121,15 +121,14 @@ class Rule:
     id: str
     kind: str
     origins: tuple[str, ...]
-    support: int = 0  # distinct supporting pairs (distinct dropped URLs)
+    support: int = 0  # supporting pairs (one per URL the rule maps onto a URL of its page)
     pages: int = 0  # distinct pages among them (rule keys)
-    pairs: int = 0  # supporting pairs seen, repeats included
     examples: list[Pair] = field(default_factory=list)
     counterexamples: list[Pair] = field(default_factory=list)
     active: bool = False
     retired: bool = False
     skips: int = 0
-    verified: int = 0
+    verified: int = 0  # supporting pairs met after activation
     _support_keys: set = field(default_factory=set, repr=False)
     _support_urls: set = field(default_factory=set, repr=False)
     _kept: dict = field(default_factory=dict, repr=False)
@@ -140,13 +139,12 @@ class Rule:
         raise NotImplementedError
 
     def scope(self) -> tuple:
-        """Where kept pages that the rule may speak for are found (see RuleBook._scan)."""
+        """Where kept pages that the rule may speak for are found (see RuleBook._backfill)."""
         return tuple(("origin", o) for o in self.origins)
 
     def summary(self) -> dict:
         return {
             "rule": self.id, "kind": self.kind, "support": self.support, "pages": self.pages,
-            "pairs": self.pairs,
             "counterexamples": len(self.counterexamples), "skips": self.skips,
             "verified": self.verified,
             "state": "retired" if self.retired else "active" if self.active else "candidate",
@@ -483,7 +481,6 @@ class RuleBook:
         url = pair[0]
         if url in rule._support_urls:
             return None
-        rule.pairs += 1
         rule._support_urls.add(url)
         rule.support += 1
         if rule.active:
