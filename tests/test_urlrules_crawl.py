@@ -274,3 +274,21 @@ def test_addon_enables_the_downloader_middleware():
 
     crawler = get_crawler(scrapy.Spider, {"ADDONS": {Addon: 0}})
     assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[UrlRulesMiddleware] == 80
+
+
+@deferred_f_from_coro_f
+async def test_corrupt_rules_file_skips_nothing_and_is_left_as_it_is(site, tmp_path, caplog):
+    _session_site(site)
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    damaged = b"SIMHLOG\x00" + b"\xff" * 40
+    (jobdir / "simhash.rules").write_bytes(damaged)
+    caplog.set_level(logging.WARNING)
+    crawler = await crawl(_SiteSpider, {**RULES, "SIMHASH_PERSIST_PATH": str(tmp_path / "seen"),
+                                        "SIMHASH_RULES_PATH": str(jobdir / "simhash.rules")},
+                          base=site.base)
+    assert crawler.spider.skipped == []
+    assert sum(site.hits.values()) == 17
+    warning = next(r.getMessage() for r in caplog.records if "URL rules" in r.getMessage())
+    assert "cannot read" in warning and "simhash.rules" in warning
+    assert (jobdir / "simhash.rules").read_bytes() == damaged
