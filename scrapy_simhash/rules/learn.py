@@ -548,25 +548,27 @@ class RuleBook:
         if not rules:
             return None
         u = parse_url(url)
-        found = self._find(rules, u, url, composed=False)
-        if found is None:
-            found = self._find(rules, u, url, composed=True)
-            if found is None:
-                return None
-        rule, key, kept = found
-        if key in rule._support_keys:
-            # this very page has a supporting pair under the rule: skip on that evidence
-            return Decision(rule, kept, False)
-        if rule._verify_left > 0 and key not in rule._verify_keys:
-            # the first pages the rule speaks for beyond its evidence are fetched anyway
-            rule._verify_left -= 1
-            rule._verify_keys.add(key)
-            return Decision(rule, kept, True)
+        matches = self._matches(rules, u, url, composed=False) or self._matches(
+            rules, u, url, composed=True)
+        if not matches:
+            return None
+        for rule, key, kept in matches:
+            if key in rule._support_keys:
+                # this very page has a supporting pair under the rule: skip on that evidence
+                return Decision(rule, kept, False)
         verify = (zlib.crc32(url.encode()) & 0xFFFF) < self._verify_cut
-        return Decision(rule, kept, verify)
+        for rule, key, kept in matches:
+            if rule._verify_left == 0 or key in rule._verify_keys:
+                return Decision(rule, kept, verify)
+        # every rule mapping it is new: the first pages beyond its evidence are fetched
+        rule, key, kept = matches[0]
+        rule._verify_left -= 1
+        rule._verify_keys.add(key)
+        return Decision(rule, kept, True)
 
-    def _find(self, rules: list[Rule], u: Url, url: str, *, composed: bool):
-        """The first rule (alone, or after another one) mapping ``u`` to a known page."""
+    def _matches(self, rules: list[Rule], u: Url, url: str, *, composed: bool) -> list:
+        """The rules (alone, or after another one) mapping ``u`` to a known page."""
+        found = []
         for rule in rules:
             keys = self._keys(rule, u) if composed else [rule.key(u)]
             for key in keys:
@@ -574,8 +576,9 @@ class RuleBook:
                     continue
                 known = rule._kept.get(key)
                 if known is not None and known[0] != url:
-                    return rule, key, known[0]
-        return None
+                    found.append((rule, key, known[0]))
+                    break
+        return found
 
     def skipped(self, rule_id: str) -> None:
         rule = self.rules.get(rule_id)
