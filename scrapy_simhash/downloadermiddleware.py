@@ -140,7 +140,6 @@ class UrlRulesMiddleware:
         except (CorruptStateError, OSError, *self._redis_errors) as exc:
             # Without its evidence a rule could skip a page kept as distinct: fetch everything.
             self._stop_applying("cannot read the rules' evidence", exc)
-            self.log = None
             events = []
         if self.config.log_file:
             self._audit = open(self.config.log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115

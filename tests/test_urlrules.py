@@ -272,3 +272,18 @@ def test_rules_package_does_not_import_scrapy():
             "leaked = [m for m in sys.modules if m == 'scrapy' or m.startswith('scrapy.')]\n"
             "assert not leaked, leaked\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_lists_rules_shared_in_redis(redis_url, redis_client):
+    log = RedisRuleLog(redis_client, "demo:simhash:rules")
+    for p in range(1, 4):
+        log.append(["k", f"{H}/list?page={p}&sid=a"])
+        log.append(["d", f"{H}/list?page={p}&sid=b", f"{H}/list?page={p}&sid=a"])
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    run = [sys.executable, "-m", "scrapy_simhash", "rules", redis_url]
+    out = subprocess.run([*run, "--key", "demo:simhash:rules"], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr
+    assert "1 active rules" in out.stdout and "ignore sid" in out.stdout
+    missing = subprocess.run(run, capture_output=True, text=True, env=env)
+    assert missing.returncode == 1 and "--key" in missing.stderr

@@ -45,12 +45,11 @@ def _events(args: argparse.Namespace) -> list:
         from scrapy_simhash.backends.redis import import_redis
         from scrapy_simhash.rules import RedisRuleLog
 
-        client = import_redis().Redis.from_url(args.state)
+        log = RedisRuleLog(import_redis().Redis.from_url(args.state), args.key)
         try:
-            log = RedisRuleLog(client, args.key)
             return log.poll()
         finally:
-            client.close()
+            log.close()
     return read_rules(args.state)
 
 

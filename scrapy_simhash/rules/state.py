@@ -161,4 +161,5 @@ class RedisRuleLog:
         return events
 
     def close(self) -> None:
-        pass
+        """Close the client (the list stays: a crawl never deletes shared state)."""
+        self.client.close()
