@@ -566,6 +566,8 @@ def read_drop_log(path: str, problems: Problems) -> list[Drop]:
                     continue
                 try:
                     obj = json.loads(line)
+                    if isinstance(obj, dict) and obj.get("action") == "skip":
+                        continue  # a request skipped by a URL rule: see `scrapy-simhash rules`
                     drops.append(Drop(str(obj["url"]), str(obj["duplicate_of"]),
                                       int(obj["distance"]), str(obj.get("action", "drop"))))
                 except KeyError as exc:
