@@ -287,3 +287,15 @@ def test_cli_lists_rules_shared_in_redis(redis_url, redis_client):
     assert "1 active rules" in out.stdout and "ignore sid" in out.stdout
     missing = subprocess.run(run, capture_output=True, text=True, env=env)
     assert missing.returncode == 1 and "--key" in missing.stderr
+
+
+def test_report_reads_an_audit_file_with_skip_records(tmp_path):
+    audit = tmp_path / "drops.jsonl"
+    audit.write_text(
+        json.dumps({"url": f"{H}/b", "duplicate_of": f"{H}/a", "distance": 1, "action": "drop"})
+        + "\n" + json.dumps({"url": f"{H}/c", "duplicate_of": f"{H}/a", "action": "skip",
+                             "rule": "param x"}) + "\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    out = subprocess.run([sys.executable, "-m", "scrapy_simhash", "report", str(audit)],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and "bad" not in out.stderr, out.stderr
