@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy_simhash.downloadermiddleware import MIDDLEWARE_ORDER as RULES_ORDER
+from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
 from scrapy_simhash.middleware import SimhashMiddleware
 from scrapy_simhash.settings import SETTINGS
 
@@ -32,3 +34,6 @@ class Addon:
         for spec in SETTINGS:
             # set() keeps a value of a higher priority: only unset names get the default
             settings.set(spec.name, spec.default, priority="addon")
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, RULES_ORDER
+        )

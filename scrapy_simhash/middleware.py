@@ -23,6 +23,9 @@ is an object with an ``"event"``:
   ``url``, ``duplicate_of``, ``distance``, ``fingerprint`` and
   ``duplicate_fingerprint`` (16 hex digits), ``action`` and ``spot_signatures``
   (distinct spot signatures of the page's main text);
+- ``"skip"``, one per request the URL rules skipped before download
+  (:mod:`scrapy_simhash.downloadermiddleware`): ``time``, ``spider``, ``url``,
+  ``duplicate_of``, ``rule``;
 - ``"close"``, the last line of a run that closed: ``time``, ``spider``,
   ``reason`` (Scrapy's finish reason), ``responses`` (fingerprinted),
   ``duplicates``, ``self_matches``, ``index_size`` and ``unpersisted`` (pages
@@ -340,6 +343,10 @@ class SimhashMiddleware:
             self._seconds += time.thread_time() - start
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
+            self.crawler.signals.send_catch_log(
+                simhash_signals.simhash_kept, response=response, fingerprint=fp,
+                spider=self.crawler.spider,
+            )
             return
         if _same_page(response.url, duplicate.url):
             # This URL was indexed before but is fetched again (its earlier

@@ -15,3 +15,8 @@ signal; it is counted in ``simhash/self_match_count``.
 """
 
 simhash_duplicate = object()
+
+simhash_kept = object()
+"""Sent for every page fingerprinted and kept as distinct (no stored page within
+k bits), with ``response``, ``fingerprint`` and ``spider``; synchronous, like
+``simhash_duplicate``. The URL rules learn their counterexamples from it."""

@@ -2,7 +2,7 @@
 
 Commands come in groups, one module each (:data:`COMMAND_GROUPS`): ``pages``
 (``fingerprint``), ``pairs`` (``find-all``, ``clusters``, ``query``,
-``plan``), ``explain``, ``crawl`` (``report``, ``salvage``), ``redis``
+``plan``), ``explain``, ``crawl`` (``report``, ``salvage``), ``rules``, ``redis``
 (``redis-info``, ``redis-clear``) and ``spark`` (``spark-pairs``,
 ``spark-clusters``). Every command reads and writes the one
 fingerprint list format of :mod:`scrapy_simhash.cli.fingerprints`, so they
@@ -38,6 +38,7 @@ COMMAND_GROUPS = (
     "scrapy_simhash.cli.pairs",
     "scrapy_simhash.cli.explain",
     "scrapy_simhash.cli.crawl",
+    "scrapy_simhash.cli.rules",
     "scrapy_simhash.cli.redis",
     "scrapy_simhash.cli.spark",
 )

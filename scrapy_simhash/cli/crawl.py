@@ -81,8 +81,16 @@ class Drop(NamedTuple):
     time: str | None
 
 
+#: The ``action`` of the marker :func:`read_drop_log` puts where a run starts.
+RUN_START = "open"
+
+
 def read_drop_log(path: str, problems: Problems) -> list[Drop]:
-    """The JSON lines the middleware appends to ``SIMHASH_LOG_FILE``."""
+    """The near-duplicates in ``SIMHASH_LOG_FILE`` (JSON lines, see
+    :mod:`scrapy_simhash.middleware`), in order, with a marker record (action
+    :data:`RUN_START`) where the middleware wrote a run's ``open`` line; ``close``
+    and ``skip`` lines (requests the URL rules skipped) are not drops. Lines of
+    earlier versions have no ``event``: they are drops."""
     drops = []
     try:
         with open(path, "rb") as stream:
@@ -91,6 +99,13 @@ def read_drop_log(path: str, problems: Problems) -> list[Drop]:
                     continue
                 try:
                     obj = json.loads(line)
+                    event = obj.get("event") or (
+                        "skip" if obj.get("action") == "skip" else "drop")
+                    if event == "open":
+                        drops.append(Drop("", "", -1, RUN_START, None, obj.get("time")))
+                        continue
+                    if event != "drop":
+                        continue
                     run = obj.get("run")
                     drops.append(Drop(str(obj["url"]), str(obj["duplicate_of"]),
                                       int(obj["distance"]), str(obj.get("action", "drop")),
@@ -107,18 +122,29 @@ def read_drop_log(path: str, problems: Problems) -> list[Drop]:
 def split_runs(drops: Sequence[Drop]) -> tuple[list[list[Drop]], str]:
     """The drop log's records grouped by crawl run, and how runs were told apart.
 
-    SIMHASH_LOG_FILE is appended to by every crawl. Records that carry a ``run``
-    field are grouped by it; otherwise a new run starts at a record whose URL
-    already appeared in the current run (a crawl, resumed or not, fingerprints
-    each URL once; a new crawl of the same site finds the same near-duplicates
-    again).
+    SIMHASH_LOG_FILE is appended to by every crawl, each run starting with an
+    ``open`` line (a :data:`RUN_START` marker here; a run may have no drops).
+    Older logs have no such line: records that carry a ``run`` field are grouped
+    by it; otherwise a new run starts at a record whose URL already appeared in
+    the current run (a crawl, resumed or not, fingerprints each URL once; a new
+    crawl of the same site finds the same near-duplicates again).
     """
+    if any(d.action == RUN_START for d in drops):
+        out: list[list[Drop]] = []
+        for d in drops:
+            if d.action == RUN_START:
+                out.append([])
+            elif not out:  # lines of an older version before the first marked run
+                out.append([d])
+            else:
+                out[-1].append(d)
+        return out, "the run's open record"
     if drops and all(d.run is not None for d in drops):
         runs: dict[str, list[Drop]] = {}
         for d in drops:
             runs.setdefault(d.run, []).append(d)
         return list(runs.values()), "their run field"
-    out: list[list[Drop]] = []
+    out = []
     seen: set[str] = set()
     for d in drops:
         if not out or d.url in seen:
@@ -214,6 +240,7 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
         drops = []
         for path, records in logs:
             runs, how = split_runs(records)
+            records = [d for r in runs for d in r]
             actions = Counter(d.action for d in records)
             detail = ", ".join(f"{a} {n:,}" for a, n in sorted(actions.items()))
             rep.say(f"drop log {path}: {len(records):,} near-duplicates in {len(runs)} "
@@ -222,7 +249,7 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
             if len(runs) > 1:
                 for n, r in enumerate(runs, 1):
                     acts = Counter(d.action for d in r)
-                    when = f", {r[0].time} to {r[-1].time}" if r[0].time else ""
+                    when = f", {r[0].time} to {r[-1].time}" if r and r[0].time else ""
                     rep.say(f"  run {n}: {len(r):,} near-duplicates ("
                             + ", ".join(f"{a} {c:,}" for a, c in sorted(acts.items()))
                             + f"){when}")
@@ -231,7 +258,8 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
             drops.extend(chosen)
             runs_data.append({"path": path, "records": len(records), "runs": [
                 {"records": len(r), "actions": dict(Counter(d.action for d in r)),
-                 "first": r[0].time, "last": r[-1].time} for r in runs], "used": label})
+                 "first": r[0].time if r else None, "last": r[-1].time if r else None}
+                for r in runs], "used": label})
     rep.data["drop_logs"] = runs_data
 
     if drops is None:
