@@ -528,3 +528,24 @@ def test_progress_on_a_terminal_and_ctrl_c(tmp_path):
         os.close(master)
     assert b"interrupted" in seen
     assert b"Traceback" not in seen
+
+
+def test_a_command_group_is_one_line(monkeypatch, tmp_path):
+    """A module with add_commands() joins the parser through COMMAND_GROUPS alone."""
+    import sys as _sys
+
+    import scrapy_simhash.cli as cli
+
+    (tmp_path / "extra_group.py").write_text(
+        "def hello(args, problems, progress):\n"
+        "    print('hello', args.name)\n"
+        "    return 0\n"
+        "def add_commands(commands):\n"
+        "    p = commands.add('hello', hello, 'say hello', formats='input: a name.\\n\\n"
+        "output: one line.', example='hello world')\n"
+        "    p.add_argument('name')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "COMMAND_GROUPS", (*cli.COMMAND_GROUPS, "extra_group"))
+    assert cli.main(["hello", "world"]) == 0
+    assert "hello" in cli.build_parser()._subparsers._group_actions[0].choices
+    _sys.modules.pop("extra_group", None)

@@ -34,13 +34,19 @@ from scrapy_simhash.cli.output import Progress, Rows, open_output
 def read_list(path: str, problems: Problems, progress: Progress | None = None,
               notation: str = "auto") -> FingerprintList:
     """The fingerprint list in ``path`` (``-``: stdin)."""
-    if path == "-":
-        return read_fingerprint_list(sys.stdin.buffer, "<stdin>", problems, progress, notation)
+    name = "<stdin>" if path == "-" else path
     try:
-        with open(path, "rb") as stream:
-            return read_fingerprint_list(stream, path, problems, progress, notation)
+        if path == "-":
+            found = read_fingerprint_list(sys.stdin.buffer, name, problems, progress, notation)
+        else:
+            with open(path, "rb") as stream:
+                found = read_fingerprint_list(stream, path, problems, progress, notation)
     except OSError as exc:
         raise InputError(path, None, exc.strerror or str(exc)) from None
+    if found.without:
+        rows = f"{found.without:,} row{'s' if found.without != 1 else ''}"
+        problems.note(f"{name}: {rows} without a fingerprint ('-') skipped")
+    return found
 
 
 def resolve_layout(k: int, size: int, blocks: int | None = None, layout: str = "auto") -> Any:
