@@ -124,13 +124,22 @@ def entry_pairs(entries: Entries, k: int, layout: Any, progress: Progress | None
     return pairs, distances
 
 
-def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+def _members(args: argparse.Namespace, problems: Problems, progress: Progress
+             ) -> tuple[Entries, Any] | None:
+    """The distinct members of ``--input`` and the layout for them (None: no input)."""
     fl = read_list(args.input, problems, progress, args.input_format)
     if not len(fl.fingerprints):
-        return _no_input(args.input, problems)
+        return None
     entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
-    del fl  # the members are all that is needed from here: free the list's copy
-    layout = resolve_layout(args.distance, len(entries.fingerprints), args.blocks, args.layout)
+    size = len(entries.fingerprints)
+    return entries, resolve_layout(args.distance, size, args.blocks, args.layout)
+
+
+def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    found = _members(args, problems, progress)
+    if found is None:
+        return _no_input(args.input, problems)
+    entries, layout = found
     pairs, distances = entry_pairs(entries, args.distance, layout, progress)
     fps = entries.fingerprints
     progress(f"writing {len(pairs):,} pairs", force=True)
@@ -165,12 +174,10 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
 
 
 def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    fl = read_list(args.input, problems, progress, args.input_format)
-    if not len(fl.fingerprints):
+    found = _members(args, problems, progress)
+    if found is None:
         return _no_input(args.input, problems)
-    entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
-    del fl  # the members are all that is needed from here: free the list's copy
-    layout = resolve_layout(args.distance, len(entries.fingerprints), args.blocks, args.layout)
+    entries, layout = found
     groups = member_clusters(entries, args.distance, layout, progress)
     fps = entries.fingerprints
     progress(f"writing {len(groups):,} clusters", force=True)
