@@ -549,3 +549,17 @@ def test_a_command_group_is_one_line(monkeypatch, tmp_path):
     assert cli.main(["hello", "world"]) == 0
     assert "hello" in cli.build_parser()._subparsers._group_actions[0].choices
     _sys.modules.pop("extra_group", None)
+
+
+def test_fingerprint_goes_on_after_a_page_it_cannot_read(tmp_path):
+    """A page whose content trips the library (issue 16: non-text codecs) does not end
+    the batch: it is reported, the next files are still read."""
+    from scrapy_simhash.fingerprinting import fingerprint
+
+    (tmp_path / "a-codec.html").write_bytes(b'<meta charset="base64"><p>hi</p>')
+    (tmp_path / "b-nul.html").write_bytes(b'<meta charset="utf\x008"><p>hi</p>')
+    (tmp_path / "c.html").write_text(page(3))
+    proc = run("fingerprint", tmp_path, check=0)
+    names, rows = table(proc.stdout)
+    assert rows[-1][:2] == [str(tmp_path / "c.html"), f"{fingerprint(page(3)):016x}"]
+    assert "Traceback" not in proc.stderr
