@@ -534,7 +534,7 @@ def test_a_command_group_is_one_line(monkeypatch, tmp_path):
     """A module with add_commands() joins the parser through COMMAND_GROUPS alone."""
     import sys as _sys
 
-    import scrapy_simhash.cli as cli
+    from scrapy_simhash import cli
 
     (tmp_path / "extra_group.py").write_text(
         "def hello(args, problems, progress):\n"
@@ -560,6 +560,6 @@ def test_fingerprint_goes_on_after_a_page_it_cannot_read(tmp_path):
     (tmp_path / "b-nul.html").write_bytes(b'<meta charset="utf\x008"><p>hi</p>')
     (tmp_path / "c.html").write_text(page(3))
     proc = run("fingerprint", tmp_path, check=0)
-    names, rows = table(proc.stdout)
+    _, rows = table(proc.stdout)
     assert rows[-1][:2] == [str(tmp_path / "c.html"), f"{fingerprint(page(3)):016x}"]
     assert "Traceback" not in proc.stderr
