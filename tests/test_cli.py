@@ -528,3 +528,38 @@ def test_progress_on_a_terminal_and_ctrl_c(tmp_path):
         os.close(master)
     assert b"interrupted" in seen
     assert b"Traceback" not in seen
+
+
+def test_a_command_group_is_one_line(monkeypatch, tmp_path):
+    """A module with add_commands() joins the parser through COMMAND_GROUPS alone."""
+    import sys as _sys
+
+    from scrapy_simhash import cli
+
+    (tmp_path / "extra_group.py").write_text(
+        "def hello(args, problems, progress):\n"
+        "    print('hello', args.name)\n"
+        "    return 0\n"
+        "def add_commands(commands):\n"
+        "    p = commands.add('hello', hello, 'say hello', formats='input: a name.\\n\\n"
+        "output: one line.', example='hello world')\n"
+        "    p.add_argument('name')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "COMMAND_GROUPS", (*cli.COMMAND_GROUPS, "extra_group"))
+    assert cli.main(["hello", "world"]) == 0
+    assert "hello" in cli.build_parser()._subparsers._group_actions[0].choices
+    _sys.modules.pop("extra_group", None)
+
+
+def test_fingerprint_goes_on_after_a_page_it_cannot_read(tmp_path):
+    """A page whose content trips the library (issue 16: non-text codecs) does not end
+    the batch: it is reported, the next files are still read."""
+    from scrapy_simhash.fingerprinting import fingerprint
+
+    (tmp_path / "a-codec.html").write_bytes(b'<meta charset="base64"><p>hi</p>')
+    (tmp_path / "b-nul.html").write_bytes(b'<meta charset="utf\x008"><p>hi</p>')
+    (tmp_path / "c.html").write_text(page(3))
+    proc = run("fingerprint", tmp_path, check=0)
+    _, rows = table(proc.stdout)
+    assert rows[-1][:2] == [str(tmp_path / "c.html"), f"{fingerprint(page(3)):016x}"]
+    assert "Traceback" not in proc.stderr

@@ -34,13 +34,19 @@ from scrapy_simhash.cli.output import Progress, Rows, open_output
 def read_list(path: str, problems: Problems, progress: Progress | None = None,
               notation: str = "auto") -> FingerprintList:
     """The fingerprint list in ``path`` (``-``: stdin)."""
-    if path == "-":
-        return read_fingerprint_list(sys.stdin.buffer, "<stdin>", problems, progress, notation)
+    name = "<stdin>" if path == "-" else path
     try:
-        with open(path, "rb") as stream:
-            return read_fingerprint_list(stream, path, problems, progress, notation)
+        if path == "-":
+            found = read_fingerprint_list(sys.stdin.buffer, name, problems, progress, notation)
+        else:
+            with open(path, "rb") as stream:
+                found = read_fingerprint_list(stream, path, problems, progress, notation)
     except OSError as exc:
         raise InputError(path, None, exc.strerror or str(exc)) from None
+    if found.without:
+        rows = f"{found.without:,} row{'s' if found.without != 1 else ''}"
+        problems.note(f"{name}: {rows} without a fingerprint ('-') skipped")
+    return found
 
 
 def resolve_layout(k: int, size: int, blocks: int | None = None, layout: str = "auto") -> Any:
@@ -118,13 +124,22 @@ def entry_pairs(entries: Entries, k: int, layout: Any, progress: Progress | None
     return pairs, distances
 
 
-def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+def _members(args: argparse.Namespace, problems: Problems, progress: Progress
+             ) -> tuple[Entries, Any] | None:
+    """The distinct members of ``--input`` and the layout for them (None: no input)."""
     fl = read_list(args.input, problems, progress, args.input_format)
     if not len(fl.fingerprints):
-        return _no_input(args.input, problems)
+        return None
     entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
-    del fl  # the members are all that is needed from here: free the list's copy
-    layout = resolve_layout(args.distance, len(entries.fingerprints), args.blocks, args.layout)
+    size = len(entries.fingerprints)
+    return entries, resolve_layout(args.distance, size, args.blocks, args.layout)
+
+
+def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    found = _members(args, problems, progress)
+    if found is None:
+        return _no_input(args.input, problems)
+    entries, layout = found
     pairs, distances = entry_pairs(entries, args.distance, layout, progress)
     fps = entries.fingerprints
     progress(f"writing {len(pairs):,} pairs", force=True)
@@ -159,12 +174,10 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
 
 
 def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    fl = read_list(args.input, problems, progress, args.input_format)
-    if not len(fl.fingerprints):
+    found = _members(args, problems, progress)
+    if found is None:
         return _no_input(args.input, problems)
-    entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
-    del fl  # the members are all that is needed from here: free the list's copy
-    layout = resolve_layout(args.distance, len(entries.fingerprints), args.blocks, args.layout)
+    entries, layout = found
     groups = member_clusters(entries, args.distance, layout, progress)
     fps = entries.fingerprints
     progress(f"writing {len(groups):,} clusters", force=True)
