@@ -22,11 +22,7 @@ from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem
 from scrapy_simhash.cli.options import Commands, add_distance, int_in
 from scrapy_simhash.cli.output import Progress
-
-try:
-    from scrapy_simhash.index.store import salvage
-except ImportError:  # TEMPORARY: until the index branch's salvage() is merged
-    from scrapy_simhash.cli._salvage_fallback import salvage
+from scrapy_simhash.index.store import salvage
 
 
 def load_state(path: str) -> Any:
