@@ -157,12 +157,11 @@ class UrlRulesMiddleware:
 
     def _open_log(self, spider_name: str) -> FileRuleLog | RedisRuleLog | None:
         if self.config.backend == "redis":
-            from scrapy_simhash.backends.redis import REDIS_PARAMS_DEFAULTS, import_redis
+            from scrapy_simhash.backends.redis import connect, import_redis
 
             redis = import_redis()
-            self._redis_errors = (redis.RedisError,)
-            params = {**REDIS_PARAMS_DEFAULTS, **self.config.redis_params}
-            client = redis.Redis.from_url(self.config.redis_url, **params)
+            self._redis_errors = (redis.RedisError, redis.exceptions.RedisClusterException)
+            client = connect(self.config)
             key = (self.config.redis_key % {"spider": spider_name}) + ":rules"
             return RedisRuleLog(client, key, reset=self.config.reset)
         if self.settings.path:
