@@ -6,7 +6,7 @@ both on the corpus and on generated trees), but reads libxml2's nodes through
 lxml's C API instead of making an lxml element object for every element and
 calling it for its tag, attributes, text and tail: that was most of a
 fingerprint's time. Element objects are made only for what Python needs:
-soft-dropped subtrees and elements nested beyond ``max_depth``. The rules stay
+soft-dropped subtrees. The rules stay
 in Python (:func:`scrapy_simhash.fingerprinting.extract._tag_code` and friends), so there is
 one definition of them.
 """
@@ -173,7 +173,7 @@ cdef class _State:
     cdef int max_depth
     cdef list items, spans
     cdef dict names
-    cdef object tag_code, boiler_name, boiler_name_long, hides, dropped, flat_text
+    cdef object tag_code, boiler_name, boiler_name_long, hides, dropped
     cdef const void* cache_names[CACHE_SIZE]
     cdef int cache_codes[CACHE_SIZE]
     cdef int cached
@@ -219,6 +219,36 @@ cdef class _State:
         if text:
             data = text.encode("utf-8")
             self.add(data, len(data), in_link)
+        return 0
+
+    cdef int flat(self, tree.xmlNode* el, bint in_link) except -1:
+        """``extract._flat_text`` into the block: the text of ``el``'s subtree
+        (scripts' included), until MAX_READ_CHARS is reached or past the
+        elements left."""
+        cdef tree.xmlNode* c = el.children
+        cdef Py_ssize_t left = self.max_elements - self.elements, visited = 0
+        while c is not NULL:
+            if _is_text(c):
+                if c.content is not NULL and c.content[0] != 0:
+                    self.add(<const char*>c.content, strlen(<const char*>c.content), in_link)
+                    if self.read >= self.max_read:
+                        break
+            elif c.type == tree.XML_ELEMENT_NODE:
+                visited += 1
+                if visited > left:
+                    break
+            # next node in document order, not leaving el
+            if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
+                c = c.children
+                continue
+            while c.next is NULL:
+                c = c.parent
+                if c is el or c is NULL:
+                    c = NULL
+                    break
+            if c is not NULL:
+                c = c.next
+        self.elements += visited
         return 0
 
     cdef int flush(self, int kind) except -1:
@@ -372,12 +402,7 @@ cdef class _State:
                 ):
                     return 0
                 if depth > self.max_depth:
-                    text, used = self.flat_text(
-                        cetree.elementFactory(self.doc, c),
-                        self.max_read - self.read, self.max_elements - self.elements,
-                    )
-                    self.elements += used
-                    self.add_str(text, in_link)
+                    self.flat(c, in_link)
                     code = SKIP
                 else:
                     code = self.rule(c)
@@ -440,7 +465,6 @@ def walk(
     boiler_name_long,
     hides,
     dropped,
-    flat_text,
 ):
     """``(items, spans, chars, elements, read, scan_chars, scan_elements,
     name_chars)`` of the subtree of ``start``, given the budgets ``used`` so far
@@ -462,7 +486,7 @@ def walk(
     state.names = names
     state.items, state.spans = [], []
     state.tag_code, state.boiler_name, state.boiler_name_long = tag_code, boiler_name, boiler_name_long
-    state.hides, state.dropped, state.flat_text = hides, dropped, flat_text
+    state.hides, state.dropped = hides, dropped
     state.walk(start._c_node, kind, in_link, in_main, depth)
     if state.size:
         state.flush(kind)

@@ -448,8 +448,9 @@ def _texts(el, elements_left: int) -> Iterator[tuple[str | None, object]]:
 def _flat_text(el, chars_left: int, elements_left: int) -> tuple[str, int]:
     """The text of ``el``'s subtree (scripts' included, as
     ``etree.tostring(el, method="text")``), cut at ``chars_left`` characters or
-    at the element past ``elements_left``; and the elements read. Both walks
-    read elements nested past :data:`MAX_DEPTH` with it."""
+    at the element past ``elements_left``; and the elements read. The Python
+    walk reads elements nested past :data:`MAX_DEPTH` with it (``_walk.pyx``
+    does the same in C)."""
     parts = []
     elements = -1  # el itself is not counted
     for text, element in _texts(el, elements_left):
@@ -582,7 +583,7 @@ class _Walker:
                  self.name_chars, self.items),
                 (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
                  MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS),
-                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped, _flat_text,
+                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped,
             )
             self.items += len(items)
             return items, spans
