@@ -72,6 +72,18 @@ cdef inline bint _is_script(tree.xmlNode* c) noexcept nogil:
     )
 
 
+cdef inline tree.xmlNode* _next_in(tree.xmlNode* c, tree.xmlNode* el) noexcept nogil:
+    # The node after c in document order, inside el (NULL past its end); only
+    # elements are entered (an entity reference's content is not text, as for lxml).
+    if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
+        return c.children
+    while c.next is NULL:
+        c = c.parent
+        if c is el or c is NULL:
+            return NULL
+    return c.next
+
+
 cdef inline Py_ssize_t _code_points(const unsigned char* s) noexcept nogil:
     cdef Py_ssize_t n = 0
     while s[0]:
@@ -146,18 +158,7 @@ cdef Py_ssize_t _dropped_chars(
                     if t.content is not NULL:
                         scripts += _code_points(<const unsigned char*>t.content)
                     t = _text_or_skip(t.next)
-        # next node in document order, not leaving el (entity references'
-        # content is not text, as for lxml)
-        if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
-            c = c.children
-            continue
-        while c.next is NULL:
-            c = c.parent
-            if c is el or c is NULL:
-                c = NULL
-                break
-        if c is not NULL:
-            c = c.next
+        c = _next_in(c, el)
     chars_left[0] -= read
     elements_left[0] -= elements
     return (nonspace + words - 1 if words else 0) - scripts
@@ -237,17 +238,7 @@ cdef class _State:
                 visited += 1
                 if visited > left:
                     break
-            # next node in document order, not leaving el
-            if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
-                c = c.children
-                continue
-            while c.next is NULL:
-                c = c.parent
-                if c is el or c is NULL:
-                    c = NULL
-                    break
-            if c is not NULL:
-                c = c.next
+            c = _next_in(c, el)
         self.elements += visited
         return 0
 

@@ -32,23 +32,29 @@ class/id rules are ignored, and if that is still too little, all visible text
 is used. Soft-dropped subtrees are only walked when the guard or a fallback
 needs them, which keeps the walk under a millisecond on typical pages.
 
-Bounds, so that any page costs a bounded time, whatever its size or shape
-and whether it is given as HTML or as a tree (parsel's included): HTML given as
-``str`` or ``bytes`` is cut to its first :data:`MAX_HTML_CHARS` characters
-before parsing; the walks of a page read at most :data:`MAX_READ_CHARS`
-characters of text into blocks and stop after :data:`MAX_TEXT_CHARS` kept
-characters or :data:`MAX_ELEMENTS` elements; measuring the soft-dropped
-subtrees reads at most :data:`MAX_SCAN_CHARS` characters and
-:data:`MAX_SCAN_ELEMENTS` elements in all; attribute values are read up to
-:data:`MAX_ATTRIBUTE_CHARS` characters, the title up to :data:`MAX_TITLE_CHARS`; at most :data:`MAX_NAME_CHARS`
-characters of distinct class/id values are classified and :data:`MAX_ITEMS`
-blocks made.
-Elements nested more than :data:`MAX_DEPTH` levels below the start are read as
-plain text (parsel's trees can be 2,048 levels deep), so the walk's recursion is
-bounded. Caches keyed by page content hold bounded keys (class/id values up to
-:data:`_CACHED_VALUE_CHARS` characters, class names up to
-:data:`_CACHED_NAME_CHARS`). ``make bench-hostile`` shows the cost of hostile
-shapes on both paths.
+Bounds, so that any page costs a bounded time whatever its size or shape,
+given as HTML or as a tree (parsel's included), each a budget of the whole
+page (all its walks counted), chosen well above every corpus page's use:
+
+* HTML as ``str``/``bytes`` is cut to :data:`MAX_HTML_CHARS` characters before
+  parsing (the parse itself is lxml's; a tree given is already parsed);
+* walking stops after :data:`MAX_ELEMENTS` elements, :data:`MAX_TEXT_CHARS`
+  kept characters or :data:`MAX_ITEMS` blocks, and text is read into blocks up
+  to :data:`MAX_READ_CHARS` characters (a longer text is cut there);
+* elements nested more than :data:`MAX_DEPTH` levels below the start are read
+  as plain text (parsel's trees can be 2,048 levels deep), so the recursion is
+  bounded;
+* measuring soft-dropped subtrees reads at most :data:`MAX_SCAN_CHARS`
+  characters and :data:`MAX_SCAN_ELEMENTS` elements;
+* attribute values are read up to :data:`MAX_ATTRIBUTE_CHARS` characters, the
+  title up to :data:`MAX_TITLE_CHARS`; at most :data:`MAX_NAME_CHARS`
+  characters of distinct class/id values are classified and of style values
+  searched;
+* the process-wide caches keyed by page content keep bounded keys (class/id
+  values up to :data:`_CACHED_VALUE_CHARS` characters, class names up to
+  :data:`_CACHED_NAME_CHARS`).
+
+``python -m bench.bench_hostile`` shows what hostile shapes cost on both paths.
 
 The walk is compiled (``_walk.pyx``, over lxml's C API) when the package was
 built with it, and done in Python otherwise: the same results either way.
