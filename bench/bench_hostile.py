@@ -53,7 +53,12 @@ BAR_MB = 50.0
 def cpu_ms(prepare: Callable[[], object], fn: Callable[[object], object], repeat: int) -> float:
     """Median CPU milliseconds of ``fn(prepare())`` (``prepare`` not timed)."""
     times = []
+    arg = None
     for _ in range(repeat):
+        # The previous tree is freed before the next is made: freed after it,
+        # the next walk can cost several times more (the allocator's layout).
+        arg = None
+        gc.collect()
         arg = prepare()
         gc.collect()
         start = time.thread_time()
