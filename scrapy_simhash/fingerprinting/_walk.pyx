@@ -378,8 +378,8 @@ cdef class _State:
         cdef tree.xmlNode* c
         cdef int code, child_kind
         cdef bint drop, weak, child_link, child_main, block
-        cdef Py_ssize_t first = 0, chars, used
-        cdef str text
+        cdef Py_ssize_t first = 0, chars
+        cdef tuple span
         self.add_text(el.children, in_link)
         depth += 1
         c = el.children
@@ -427,8 +427,11 @@ cdef class _State:
                         if block:
                             if self.size:
                                 self.flush(child_kind)
-                            if len(self.items) > first:
-                                self.spans.append((first, len(self.items)))
+                            span = (first, len(self.items))
+                            if len(self.items) > first and (
+                                not self.spans or self.spans[len(self.spans) - 1] != span
+                            ):  # (no negative index: wraparound is off)
+                                self.spans.append(span)
                         elif self.size and child_kind != kind:
                             self.flush(child_kind)
                 self.add_text(c.next, in_link)

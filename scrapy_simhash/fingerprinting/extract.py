@@ -691,8 +691,11 @@ class _Walker:
                             if block:
                                 if buf:
                                     flush(child_kind)
-                                if len(items) > first:
-                                    spans.append((first, len(items)))
+                                span = (first, len(items))
+                                # (a wrapper holding just its child's items
+                                # adds nothing for the region: no repeat)
+                                if span[1] > first and (not spans or spans[-1] != span):
+                                    spans.append(span)
                             elif buf and child_kind != kind:
                                 flush(child_kind)
                 tail = child.tail
