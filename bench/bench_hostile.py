@@ -53,7 +53,12 @@ BAR_MB = 50.0
 def cpu_ms(prepare: Callable[[], object], fn: Callable[[object], object], repeat: int) -> float:
     """Median CPU milliseconds of ``fn(prepare())`` (``prepare`` not timed)."""
     times = []
+    arg = None
     for _ in range(repeat):
+        # The previous tree is freed before the next is made: freed after it,
+        # the next walk can cost several times more (the allocator's layout).
+        arg = None
+        gc.collect()
         arg = prepare()
         gc.collect()
         start = time.thread_time()
@@ -111,10 +116,13 @@ def memory_series(kind: str, pages: int) -> float:
     if kind == "ordinary":
         from evaluation.corpus import web_pages
 
-        texts = [path.read_bytes().decode("utf-8", "replace") for _u, path, _a in web_pages()]
-        if not texts:
+        paths = [path for _u, path, _a in web_pages()]
+        if not paths:
             raise SystemExit("the corpus is absent: no ordinary pages")
-        page = lambda n: texts[n % len(texts)]  # noqa: E731
+
+        def page(n: int) -> str:  # read each time: neither series holds its pages
+            return paths[n % len(paths)].read_bytes().decode("utf-8", "replace")
+
     else:
         page = crafted_cache_page
     for n in range(pages):

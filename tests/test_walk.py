@@ -3,7 +3,8 @@
 Both must return the same blocks, placeholders, spans and budgets on any tree:
 generated pages (hypothesis), trees built with lxml's API (namespaces, entity
 references, CDATA, processing instructions), pathologically deep nesting, the
-budgets cut short, and every corpus web page.
+budgets cut short, the hostile shapes of ``evaluation.hostile`` with every
+budget small enough to run out, and every corpus web page.
 """
 
 from __future__ import annotations

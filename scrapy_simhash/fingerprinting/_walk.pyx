@@ -6,7 +6,7 @@ both on the corpus and on generated trees), but reads libxml2's nodes through
 lxml's C API instead of making an lxml element object for every element and
 calling it for its tag, attributes, text and tail: that was most of a
 fingerprint's time. Element objects are made only for what Python needs:
-soft-dropped subtrees and elements nested beyond ``max_depth``. The rules stay
+soft-dropped subtrees. The rules stay
 in Python (:func:`scrapy_simhash.fingerprinting.extract._tag_code` and friends), so there is
 one definition of them.
 """
@@ -70,6 +70,18 @@ cdef inline bint _is_script(tree.xmlNode* c) noexcept nogil:
         strcmp(name, "script") == 0 or strcmp(name, "style") == 0
         or strcmp(name, "noscript") == 0 or strcmp(name, "template") == 0
     )
+
+
+cdef inline tree.xmlNode* _next_in(tree.xmlNode* c, tree.xmlNode* el) noexcept nogil:
+    # The node after c in document order, inside el (NULL past its end); only
+    # elements are entered (an entity reference's content is not text, as for lxml).
+    if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
+        return c.children
+    while c.next is NULL:
+        c = c.parent
+        if c is el or c is NULL:
+            return NULL
+    return c.next
 
 
 cdef inline Py_ssize_t _code_points(const unsigned char* s) noexcept nogil:
@@ -146,18 +158,7 @@ cdef Py_ssize_t _dropped_chars(
                     if t.content is not NULL:
                         scripts += _code_points(<const unsigned char*>t.content)
                     t = _text_or_skip(t.next)
-        # next node in document order, not leaving el (entity references'
-        # content is not text, as for lxml)
-        if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
-            c = c.children
-            continue
-        while c.next is NULL:
-            c = c.parent
-            if c is el or c is NULL:
-                c = NULL
-                break
-        if c is not NULL:
-            c = c.next
+        c = _next_in(c, el)
     chars_left[0] -= read
     elements_left[0] -= elements
     return (nonspace + words - 1 if words else 0) - scripts
@@ -173,7 +174,7 @@ cdef class _State:
     cdef int max_depth
     cdef list items, spans
     cdef dict names
-    cdef object tag_code, boiler_name, boiler_name_long, hides, dropped, flat_text
+    cdef object tag_code, boiler_name, boiler_name_long, hides, dropped
     cdef const void* cache_names[CACHE_SIZE]
     cdef int cache_codes[CACHE_SIZE]
     cdef int cached
@@ -219,6 +220,26 @@ cdef class _State:
         if text:
             data = text.encode("utf-8")
             self.add(data, len(data), in_link)
+        return 0
+
+    cdef int flat(self, tree.xmlNode* el, bint in_link) except -1:
+        """``extract._flat_text`` into the block: the text of ``el``'s subtree
+        (scripts' included), until MAX_READ_CHARS is reached or past the
+        elements left."""
+        cdef tree.xmlNode* c = el.children
+        cdef Py_ssize_t left = self.max_elements - self.elements, visited = 0
+        while c is not NULL:
+            if _is_text(c):
+                if c.content is not NULL and c.content[0] != 0:
+                    self.add(<const char*>c.content, strlen(<const char*>c.content), in_link)
+                    if self.read >= self.max_read:
+                        break
+            elif c.type == tree.XML_ELEMENT_NODE:
+                visited += 1
+                if visited > left:
+                    break
+            c = _next_in(c, el)
+        self.elements += visited
         return 0
 
     cdef int flush(self, int kind) except -1:
@@ -357,8 +378,8 @@ cdef class _State:
         cdef tree.xmlNode* c
         cdef int code, child_kind
         cdef bint drop, weak, child_link, child_main, block
-        cdef Py_ssize_t first = 0, chars, used
-        cdef str text
+        cdef Py_ssize_t first = 0, chars
+        cdef tuple span
         self.add_text(el.children, in_link)
         depth += 1
         c = el.children
@@ -372,12 +393,7 @@ cdef class _State:
                 ):
                     return 0
                 if depth > self.max_depth:
-                    text, used = self.flat_text(
-                        cetree.elementFactory(self.doc, c),
-                        self.max_read - self.read, self.max_elements - self.elements,
-                    )
-                    self.elements += used
-                    self.add_str(text, in_link)
+                    self.flat(c, in_link)
                     code = SKIP
                 else:
                     code = self.rule(c)
@@ -411,8 +427,11 @@ cdef class _State:
                         if block:
                             if self.size:
                                 self.flush(child_kind)
-                            if len(self.items) > first:
-                                self.spans.append((first, len(self.items)))
+                            span = (first, len(self.items))
+                            if len(self.items) > first and (
+                                not self.spans or self.spans[len(self.spans) - 1] != span
+                            ):  # (no negative index: wraparound is off)
+                                self.spans.append(span)
                         elif self.size and child_kind != kind:
                             self.flush(child_kind)
                 self.add_text(c.next, in_link)
@@ -440,7 +459,6 @@ def walk(
     boiler_name_long,
     hides,
     dropped,
-    flat_text,
 ):
     """``(items, spans, chars, elements, read, scan_chars, scan_elements,
     name_chars)`` of the subtree of ``start``, given the budgets ``used`` so far
@@ -462,7 +480,7 @@ def walk(
     state.names = names
     state.items, state.spans = [], []
     state.tag_code, state.boiler_name, state.boiler_name_long = tag_code, boiler_name, boiler_name_long
-    state.hides, state.dropped, state.flat_text = hides, dropped, flat_text
+    state.hides, state.dropped = hides, dropped
     state.walk(start._c_node, kind, in_link, in_main, depth)
     if state.size:
         state.flush(kind)

@@ -32,23 +32,29 @@ class/id rules are ignored, and if that is still too little, all visible text
 is used. Soft-dropped subtrees are only walked when the guard or a fallback
 needs them, which keeps the walk under a millisecond on typical pages.
 
-Bounds, so that any page costs a bounded time, whatever its size or shape
-and whether it is given as HTML or as a tree (parsel's included): HTML given as
-``str`` or ``bytes`` is cut to its first :data:`MAX_HTML_CHARS` characters
-before parsing; the walks of a page read at most :data:`MAX_READ_CHARS`
-characters of text into blocks and stop after :data:`MAX_TEXT_CHARS` kept
-characters or :data:`MAX_ELEMENTS` elements; measuring the soft-dropped
-subtrees reads at most :data:`MAX_SCAN_CHARS` characters and
-:data:`MAX_SCAN_ELEMENTS` elements in all; attribute values are read up to
-:data:`MAX_ATTRIBUTE_CHARS` characters, the title up to :data:`MAX_TITLE_CHARS`; at most :data:`MAX_NAME_CHARS`
-characters of distinct class/id values are classified and :data:`MAX_ITEMS`
-blocks made.
-Elements nested more than :data:`MAX_DEPTH` levels below the start are read as
-plain text (parsel's trees can be 2,048 levels deep), so the walk's recursion is
-bounded. Caches keyed by page content hold bounded keys (class/id values up to
-:data:`_CACHED_VALUE_CHARS` characters, class names up to
-:data:`_CACHED_NAME_CHARS`). ``make bench-hostile`` shows the cost of hostile
-shapes on both paths.
+Bounds, so that any page costs a bounded time whatever its size or shape,
+given as HTML or as a tree (parsel's included), each a budget of the whole
+page (all its walks counted), chosen well above every corpus page's use:
+
+* HTML as ``str``/``bytes`` is cut to :data:`MAX_HTML_CHARS` characters before
+  parsing (the parse itself is lxml's; a tree given is already parsed);
+* walking stops after :data:`MAX_ELEMENTS` elements, :data:`MAX_TEXT_CHARS`
+  kept characters or :data:`MAX_ITEMS` blocks, and text is read into blocks up
+  to :data:`MAX_READ_CHARS` characters (a longer text is cut there);
+* elements nested more than :data:`MAX_DEPTH` levels below the start are read
+  as plain text (parsel's trees can be 2,048 levels deep), so the recursion is
+  bounded;
+* measuring soft-dropped subtrees reads at most :data:`MAX_SCAN_CHARS`
+  characters and :data:`MAX_SCAN_ELEMENTS` elements;
+* attribute values are read up to :data:`MAX_ATTRIBUTE_CHARS` characters, the
+  title up to :data:`MAX_TITLE_CHARS`; at most :data:`MAX_NAME_CHARS`
+  characters of distinct class/id values are classified and of style values
+  searched;
+* the process-wide caches keyed by page content keep bounded keys (class/id
+  values up to :data:`_CACHED_VALUE_CHARS` characters, class names up to
+  :data:`_CACHED_NAME_CHARS`).
+
+``python -m bench.bench_hostile`` shows what hostile shapes cost on both paths.
 
 The walk is compiled (``_walk.pyx``, over lxml's C API) when the package was
 built with it, and done in Python otherwise: the same results either way.
@@ -448,8 +454,9 @@ def _texts(el, elements_left: int) -> Iterator[tuple[str | None, object]]:
 def _flat_text(el, chars_left: int, elements_left: int) -> tuple[str, int]:
     """The text of ``el``'s subtree (scripts' included, as
     ``etree.tostring(el, method="text")``), cut at ``chars_left`` characters or
-    at the element past ``elements_left``; and the elements read. Both walks
-    read elements nested past :data:`MAX_DEPTH` with it."""
+    at the element past ``elements_left``; and the elements read. The Python
+    walk reads elements nested past :data:`MAX_DEPTH` with it (``_walk.pyx``
+    does the same in C)."""
     parts = []
     elements = -1  # el itself is not counted
     for text, element in _texts(el, elements_left):
@@ -472,29 +479,16 @@ def _measure(el, chars_left: int, elements_left: int) -> tuple[int, int, int] | 
     subtree: the length of its text with runs of whitespace counted as one
     space, less the text of the scripts and styles in it (``_walk.pyx`` counts
     the same in C); None when it holds more than ``chars_left`` characters or
-    ``elements_left`` elements."""
-    nonspace = words = scripts = read = 0
-    elements = -1
-    in_word = False
-    for text, element in _texts(el, elements_left):
-        if element is False:
-            return None
-        if element is not None:
-            elements += 1
-            if element.tag in _SCRIPT_TAGS and element is not el:
-                scripts += len(text or "")
-        if text:
-            read += len(text)
-            if read > chars_left:
-                return None
-            parts = text.split()
-            if parts:
-                nonspace += sum(map(len, parts))
-                words += len(parts) - (in_word and not text[0].isspace())
-                in_word = not text[-1].isspace()
-            else:
-                in_word = False
-    return (nonspace + words - 1 if words else 0) - scripts, read, elements
+    ``elements_left`` elements. Read at C speed, whole: once a subtree is past
+    the budgets, :class:`_Walker` measures no other."""
+    text = etree.tostring(el, method="text", encoding=str, with_tail=False)
+    if len(text) > chars_left:
+        return None
+    elements = sum(1 for _ in el.iterdescendants(etree.Element))
+    if elements > elements_left:
+        return None
+    scripts = sum(len(script.text or "") for script in el.iterdescendants(_SCRIPT_TAGS))
+    return len(" ".join(text.split())) - scripts, len(text), elements
 
 
 class _Walker:
@@ -582,7 +576,7 @@ class _Walker:
                  self.name_chars, self.items),
                 (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
                  MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS),
-                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped, _flat_text,
+                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped,
             )
             self.items += len(items)
             return items, spans
@@ -697,8 +691,11 @@ class _Walker:
                             if block:
                                 if buf:
                                     flush(child_kind)
-                                if len(items) > first:
-                                    spans.append((first, len(items)))
+                                span = (first, len(items))
+                                # (a wrapper holding just its child's items
+                                # adds nothing for the region: no repeat)
+                                if span[1] > first and (not spans or spans[-1] != span):
+                                    spans.append(span)
                             elif buf and child_kind != kind:
                                 flush(child_kind)
                 tail = child.tail
