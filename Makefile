@@ -15,7 +15,7 @@ PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py
 
 .PHONY: all venv test test-latest test-min demo docs redis-server java corpus-debian corpus-public \
         bench bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
-        bench-spark clean
+        bench-hostile bench-spark clean
 
 all: test
 
@@ -97,7 +97,8 @@ corpus-debian: .cache/debian/.stamp
 corpus-public: corpus-debian
 	$(PYTHON) -m evaluation.corpus build $(if $(TRAFILATURA),--trafilatura "$(TRAFILATURA)")
 
-bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli
+bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
+       bench-hostile bench-spark
 
 bench-fingerprint: venv
 	$(PY) -m bench.bench_fingerprint --repeat 3
@@ -117,6 +118,10 @@ bench-redis: venv redis-server
 
 bench-cli: venv
 	$(PY) -m bench.bench_cli
+
+bench-hostile: venv
+	$(PY) -m bench.bench_hostile
+	$(PY) -m bench.bench_hostile --memory
 
 bench-spark: venv java
 	$(PY) -m bench.bench_spark --n 1000000
