@@ -57,7 +57,7 @@ __all__ = ["BatchMatches", "Match", "SimhashIndex"]
 BUFFER_SIZE = 2048
 MERGE_RATIO = 8
 #: Fewest entries a step of an incremental merge produces.
-MERGE_STEP = 4096
+MERGE_STEP = 1 << 13
 #: An incremental merge ends within this many buffers' worth of inserts (the
 #: levels flushed meanwhile wait, unmerged: at most MERGE_SPREAD - 1 of them).
 MERGE_SPREAD = 4
@@ -263,13 +263,18 @@ class _Merge:
         while produced < budget and not self.done:
             produced += self._chunk(max(budget - produced, 1))
 
-    def _chunk(self, count: int) -> int:
+    def _chunk(self, chunk: int) -> int:
         index, t = self.index, self.passes[self.pass_index]
         table = None if t is None else index._tables[t]
         direct = t is None or index._direct[t]
         perms, vals, extra, bound = [], [], [], None
+        largest = max(len(src.fps) for src in self.sources)
         for j, src in enumerate(self.sources):
             c = self.cursors[j]
+            # a source's share of the value range ``chunk`` entries of the
+            # largest one cover (plus a margin): no permuting of entries a
+            # chunk cannot take
+            count = min(chunk, (chunk * len(src.fps)) // largest * 5 // 4 + 256)
             if t is None:
                 v = src.fps[c:c + count]
                 p = v
