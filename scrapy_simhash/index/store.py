@@ -290,16 +290,22 @@ def _fsync_directory(path: str) -> None:
 def _lock_holder(fd: int) -> int | None:
     """The PID holding a ``flock`` on ``fd``'s file, from ``/proc/locks``."""
     st = os.fstat(fd)
-    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    exact, same_inode = [], []
     try:
         with open("/proc/locks", encoding="ascii", errors="replace") as stream:
             for line in stream:
-                fields = line.split()
-                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
-                    return int(fields[4])
+                fields = line.split()  # "1: FLOCK ADVISORY WRITE pid maj:min:inode 0 EOF"
+                if len(fields) < 6 or fields[1] != "FLOCK":
+                    continue
+                where, _, inode = fields[5].rpartition(":")
+                if inode == str(st.st_ino):
+                    (exact if where == device else same_inode).append(int(fields[4]))
     except (OSError, ValueError):
-        pass
-    return None
+        return None
+    # an overlay filesystem may show another device: then the inode alone, if unique
+    found = exact or (same_inode if len(set(same_inode)) == 1 else [])
+    return found[0] if found else None
 
 
 class RecordLog:
