@@ -392,3 +392,11 @@ def test_fsync_interval(tmp_path):
             log.append(1, 2, b"x")
             log.sync()
         assert RecordLog.read(tmp_path / "log").keys.tolist() == [2]
+
+
+def test_a_dropped_log_releases_its_lock(tmp_path):
+    log = RecordLog.open(tmp_path / "log", HEADER)
+    log.append(1, 1)
+    del log
+    with RecordLog.open(tmp_path / "log", HEADER) as again:
+        assert again.contents.keys.tolist() == [1]

@@ -440,6 +440,16 @@ class RecordLog:
     def closed(self) -> bool:
         return self._fd is None
 
+    def __del__(self) -> None:
+        # a log dropped unclosed releases its file and lock, as a file object would
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            self._fd = None
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def __enter__(self) -> RecordLog:
         return self
 
