@@ -24,7 +24,7 @@ Storage, all ``uint64`` and vectorised:
   a slice of every table a step, spread over the next ``MERGE_SPREAD``
   buffers' worth of inserts (at least ``MERGE_STEP`` entries a step): no single
   :meth:`add` pays for a whole merge (5M sequential adds: the worst single
-  add 1.9 s of CPU before, 2.4 ms after; ``bench/results/index.txt``). The merged
+  add 1.9 s of CPU before, ~5 ms after; ``bench/results/index.txt``). The merged
   levels answer queries until the new level replaces them, so results stay
   exact. Bulk inserts (:meth:`add_many`, loading) merge at once.
 * :meth:`remove` marks rows dead; a merge carries them over,
