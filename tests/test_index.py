@@ -445,9 +445,11 @@ def tiny_merge_steps():
     """Merge steps of one entry, so small indexes have merges pending across adds."""
     from scrapy_simhash.index import tables
 
-    saved, tables.MERGE_STEP = tables.MERGE_STEP, 1
+    saved = tables.MERGE_STEP, tables.PAGED_BYTES, tables.RELEASE_STEP
+    # one-entry steps; every merge output in its own mapping, released 4 KiB at a time
+    tables.MERGE_STEP, tables.PAGED_BYTES, tables.RELEASE_STEP = 1, 1, 4096
     yield
-    tables.MERGE_STEP = saved
+    tables.MERGE_STEP, tables.PAGED_BYTES, tables.RELEASE_STEP = saved
 
 
 def check_level(index, level):
@@ -476,12 +478,13 @@ def check_level(index, level):
 def test_merges_in_steps_stay_exact(tiny_merge_steps, scenario, data):
     k, layout, compress, _, fps, keys, _, rng = scenario
     index = SimhashIndex(k=k, layout=layout, compress=compress, buffer_size=4)
-    live_fps, live_keys, pending = [], [], 0
+    live_fps, live_keys, pending, released = [], [], 0, 0
     for fp, key in zip(fps.tolist(), keys.tolist()):
         index.add(fp, key)
         live_fps.append(fp)
         live_keys.append(key)
         pending += index._merging is not None
+        released += index._released > 0
         if live_keys and data.draw(st.integers(0, 9)) == 0:  # a remove, maybe mid-merge
             gone = live_keys[data.draw(st.integers(0, len(live_keys) - 1))]
             assert index.remove(gone)
@@ -497,6 +500,7 @@ def test_merges_in_steps_stay_exact(tiny_merge_steps, scenario, data):
     assert len(index) == len(live_keys)
     if len(fps) > 40:
         assert pending  # merges were pending across adds
+        assert released  # and merged-away mappings were handed back
     for level in index._levels:
         check_level(index, level)
     index._finish_merge()
@@ -529,3 +533,4 @@ def test_no_single_add_pays_for_a_whole_merge(tiny_merge_steps):
     passes = 1 + 3  # the master and the three non-identity tables
     assert max(shares) <= 2 * passes * 22_528 / 256 + 4 * 256
     assert tables.MERGE_STEP == 1
+    assert index._garbage or index._released == 0  # merged-away memory being handed back

@@ -382,3 +382,21 @@ def test_a_failed_append_leaves_no_partial_record(tiny_disk):
     contents = RecordLog.read(path)
     assert not contents.truncated
     assert contents.keys.tolist() == appended
+
+
+def test_fsync_interval(tmp_path):
+    with pytest.raises(ValueError, match="fsync_interval"):
+        RecordLog.open(tmp_path / "log", HEADER, fsync_interval=-1)
+    for interval in (None, 0, 1.0):
+        with RecordLog.open(tmp_path / "log", HEADER, reset=True, fsync_interval=interval) as log:
+            log.append(1, 2, b"x")
+            log.sync()
+        assert RecordLog.read(tmp_path / "log").keys.tolist() == [2]
+
+
+def test_a_dropped_log_releases_its_lock(tmp_path):
+    log = RecordLog.open(tmp_path / "log", HEADER)
+    log.append(1, 1)
+    del log
+    with RecordLog.open(tmp_path / "log", HEADER) as again:
+        assert again.contents.keys.tolist() == [1]

@@ -7,7 +7,9 @@ Nothing here imports Scrapy.
 """
 
 from scrapy_simhash.index.layout import TableLayout
-from scrapy_simhash.index.store import CorruptStateError, LogContents, RecordLog
+from scrapy_simhash.index.store import (
+    CorruptStateError, LogContents, LogLockedError, RecordLog, SalvageReport, salvage,
+)
 from scrapy_simhash.index.tables import ADD_MODES, BatchMatches, Match, SimhashIndex
 
 __all__ = [
@@ -15,8 +17,11 @@ __all__ = [
     "BatchMatches",
     "CorruptStateError",
     "LogContents",
+    "LogLockedError",
     "Match",
     "RecordLog",
+    "SalvageReport",
     "SimhashIndex",
     "TableLayout",
+    "salvage",
 ]

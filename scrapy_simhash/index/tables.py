@@ -23,7 +23,8 @@ Storage, all ``uint64`` and vectorised:
 * a merge started by single inserts runs in bounded steps (:class:`_Merge`),
   a slice of every table a step, spread over the next ``MERGE_SPREAD``
   buffers' worth of inserts (at least ``MERGE_STEP`` entries a step): no single
-  :meth:`add` pays for a whole merge (at 5M entries one used to take 2 s). The merged
+  :meth:`add` pays for a whole merge (5M sequential adds: the worst single
+  add 1.9 s of CPU before, ~5 ms after; ``bench/results/index.txt``). The merged
   levels answer queries until the new level replaces them, so results stay
   exact. Bulk inserts (:meth:`add_many`, loading) merge at once.
 * :meth:`remove` marks rows dead; a merge carries them over,
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import sys
 from array import array
 from typing import Any, NamedTuple
 
@@ -55,10 +57,14 @@ __all__ = ["BatchMatches", "Match", "SimhashIndex"]
 BUFFER_SIZE = 2048
 MERGE_RATIO = 8
 #: Fewest entries a step of an incremental merge produces.
-MERGE_STEP = 4096
+MERGE_STEP = 1 << 13
 #: An incremental merge ends within this many buffers' worth of inserts (the
 #: levels flushed meanwhile wait, unmerged: at most MERGE_SPREAD - 1 of them).
 MERGE_SPREAD = 4
+#: Merge outputs from this size on get 4 KiB pages (numpy's huge pages start at 4 MiB).
+PAGED_BYTES = 1 << 22
+#: Bytes of a merged-away level's memory released an insert.
+RELEASE_STEP = 2 << 20
 # pairs(): up to this many tables, each pair is kept by the first table holding
 # it (tables x tables vector passes); beyond, found pairs are sorted and deduplicated
 CANONICAL_TABLES = 24
@@ -168,12 +174,17 @@ def _fresh(n: int, dtype) -> np.ndarray:
     for 2 MiB pages for big arrays, and the first write into each of those
     costs milliseconds (zeroing, compaction) inside whichever insert does it."""
     size = n * np.dtype(dtype).itemsize
-    if size < 1 << 22:
+    if size < PAGED_BYTES or not size:
         return np.empty(n, dtype=dtype)
     buffer = mmap.mmap(-1, size)
     if hasattr(mmap, "MADV_NOHUGEPAGE"):
         buffer.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(buffer, dtype=dtype, count=n)
+
+
+def _paged(arr: np.ndarray) -> bool:
+    """Whether ``arr`` is an array :func:`_fresh` mapped itself."""
+    return isinstance(arr.base, memoryview) and isinstance(arr.base.obj, mmap.mmap)
 
 
 def _new_directory(d: int) -> np.ndarray | None:
@@ -252,13 +263,18 @@ class _Merge:
         while produced < budget and not self.done:
             produced += self._chunk(max(budget - produced, 1))
 
-    def _chunk(self, count: int) -> int:
+    def _chunk(self, chunk: int) -> int:
         index, t = self.index, self.passes[self.pass_index]
         table = None if t is None else index._tables[t]
         direct = t is None or index._direct[t]
         perms, vals, extra, bound = [], [], [], None
+        largest = max(len(src.fps) for src in self.sources)
         for j, src in enumerate(self.sources):
             c = self.cursors[j]
+            # a source's share of the value range ``chunk`` entries of the
+            # largest one cover (plus a margin): no permuting of entries a
+            # chunk cannot take
+            count = min(chunk, (chunk * len(src.fps)) // largest * 5 // 4 + 256)
             if t is None:
                 v = src.fps[c:c + count]
                 p = v
@@ -411,6 +427,8 @@ class SimhashIndex:
         self._levels: list[_Level] = []
         self._merging: _Merge | None = None
         self._inserts = 0  # single inserts so far: the clock merge deadlines use
+        self._garbage: list[np.ndarray] = []  # mapped arrays of merged-away levels
+        self._released = 0  # bytes of _garbage[0] already handed back
         if buffer_size < 1:
             raise ValueError(f"buffer_size must be positive, got {buffer_size}")
         self._buffer_size = int(buffer_size)
@@ -477,21 +495,45 @@ class SimhashIndex:
         left = max(merge.deadline - self._inserts, 1)
         merge.step(max(MERGE_STEP, -(-merge.remaining // left)))
         if merge.done:
-            self._install(merge)
+            self._install(merge, gradual=True)
 
     def _finish_merge(self) -> None:
         while self._merging is not None:
             self._merging.step(self._merging.remaining)
             self._install(self._merging)
 
-    def _install(self, merge: _Merge) -> None:
-        """Replace the merged levels by the merged one; maybe start the next merge."""
+    def _install(self, merge: _Merge, *, gradual: bool = False) -> None:
+        """Replace the merged levels by the merged one; maybe start the next
+        merge. ``gradual``: the 4 KiB-page memory of the levels merged away is
+        handed back a step an insert (:meth:`_release_step`), as unmapping
+        hundreds of MB at once costs tens of ms."""
         first = next(i for i, lv in enumerate(self._levels) if lv is merge.sources[0])
         count = len(merge.sources)
         assert all(a is b for a, b in zip(self._levels[first:first + count], merge.sources))
         self._levels[first:first + count] = [merge.result()]
         self._merging = None
+        if gradual:
+            for arr in (*(a for lv in merge.sources for a in (lv.fps, lv.keys, *lv.tables)),
+                        *merge.rows):
+                if _paged(arr) and not any(arr is g for g in self._garbage):
+                    self._garbage.append(arr)
+        merge.sources = merge.rows = []
         self._start_merge(at_once=False)
+
+    def _release_step(self) -> None:
+        """Hand ``RELEASE_STEP`` bytes of a merged-away array back to the system
+        (MADV_DONTNEED on its mapping). An array something else still holds
+        (its only references should be this list, the local name and the
+        call's argument) is left to the garbage collector instead."""
+        arr = self._garbage[0]
+        buffer = arr.base.obj
+        if sys.getrefcount(arr) > 3 or self._released >= len(buffer):
+            self._garbage.pop(0)
+            self._released = 0
+            return
+        size = min(RELEASE_STEP, len(buffer) - self._released)
+        buffer.madvise(mmap.MADV_DONTNEED, self._released, size)
+        self._released += size
 
     def _flush(self) -> None:
         n = self._nbuf
@@ -505,6 +547,7 @@ class SimhashIndex:
         if not self._nbuf and len(self._levels) <= 1 and not any(lv.dead for lv in self._levels):
             return
         self._merging = None  # its sources are all rebuilt below
+        self._garbage, self._released = [], 0
         parts = [lv.alive_arrays() for lv in self._levels]
         parts.append((self._buf_fps[:self._nbuf], self._buf_keys[:self._nbuf]))
         self._nbuf = 0
@@ -529,8 +572,11 @@ class SimhashIndex:
         self._inserts += 1
         if n + 1 == self._buffer_size:
             self._flush()
-        elif self._merging is not None:
-            self._merge_step()
+        else:
+            if self._merging is not None:
+                self._merge_step()
+            if self._garbage:
+                self._release_step()
 
     def add_many(self, fps, keys) -> None:
         """Insert arrays of fingerprints and keys (one sort a table, not one a row)."""
@@ -873,6 +919,7 @@ class SimhashIndex:
         master = sum(lv.fps.nbytes + lv.keys.nbytes for lv in self._levels)
         buffer = self._buf_fps.nbytes + self._buf_keys.nbytes
         merge = self._merging.nbytes() if self._merging is not None else 0
+        merge += sum(a.nbytes for a in self._garbage) - self._released
         entries = sum(len(lv.fps) for lv in self._levels)
         total = tables + dirs + master + buffer + merge
         return {
