@@ -15,7 +15,7 @@ PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py
 
 .PHONY: all venv test test-latest test-min demo docs redis-server java corpus-debian corpus-public \
         bench bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
-        bench-hostile bench-spark clean
+        bench-store bench-hostile bench-spark clean
 
 all: test
 
@@ -98,7 +98,7 @@ corpus-public: corpus-debian
 	$(PYTHON) -m evaluation.corpus build $(if $(TRAFILATURA),--trafilatura "$(TRAFILATURA)")
 
 bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
-       bench-hostile bench-spark
+       bench-store bench-hostile bench-spark
 
 bench-fingerprint: venv
 	$(PY) -m bench.bench_fingerprint --repeat 3
@@ -118,6 +118,9 @@ bench-redis: venv redis-server
 
 bench-cli: venv
 	$(PY) -m bench.bench_cli
+
+bench-store: venv
+	$(PY) -m bench.bench_store
 
 bench-hostile: venv
 	$(PY) -m bench.bench_hostile
