@@ -63,7 +63,7 @@ def test_markdown_renders(name):
 
 def test_readme_sections_and_commands():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert headings(text)[:5] == [
+    assert headings(text)[:6] == [
         "scrapy-simhash", "The two commands", "Quick start", "What can go wrong, and what it costs",
         "Documentation", "License"
     ]
