@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SIMHASH_CORPUS", ROOT.parent / "shared" / "corpus"))
 CACHE = ROOT / ".cache" / "corpus"
-ARCHIVES = ("web-dev.tar.xz", "docs-dev.tar.xz")
+ARCHIVES = ("web-dev.tar.xz", "docs-dev.tar.xz", "docs-dev2.tar.xz")
 
 ABSENT_REASON = f"the shared corpus is not at {SHARED} (set SIMHASH_CORPUS to its folder)"
 
@@ -49,8 +49,15 @@ def web_pages() -> list[tuple[str, Path, dict]]:
     return pages
 
 
+#: The documentation sites: ``docs-dev`` (at the corpus' top) and ``docs-dev2`` (under ``docs2/``).
+DOC_SITES = (
+    "python-3.11", "django-3.2",
+    "docs2/cmake-3.25", "docs2/libstdc++-12", "docs2/postgresql-15", "docs2/git-2.39",
+)
+
+
 def site_pages(site: str) -> list[Path]:
-    """All HTML pages of one documentation site (``python-3.11`` or ``django-3.2``)."""
+    """All HTML pages of one documentation site (one of :data:`DOC_SITES`)."""
     base = corpus_dir()
     if base is None:
         return []

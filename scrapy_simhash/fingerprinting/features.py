@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
+import xxhash
 from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText, extract
@@ -231,6 +233,29 @@ def _spot_counts(token_lists: list[list[str]]) -> list[int]:
     return counts
 
 
+#: A page whose body blocks have fewer spot signatures than this share of
+#: their tokens is not mostly prose (code listings, tables, reference lists):
+#: its main-content region is located by spots plus
+#: :data:`REGION_TOKEN_WEIGHT` per token, so that it is not the one line of
+#: prose among them. Prose pages are located by their spots alone.
+PROSE_PAGE_SPOT_SHARE = 0.1
+#: Weight of a token in locating the region of a page that is not mostly prose.
+REGION_TOKEN_WEIGHT = 0.1
+
+
+def _region_weights(token_lists: list[list[str]]) -> list[float]:
+    """Body blocks' weights for locating the main-content region: their spot
+    signatures, plus :data:`REGION_TOKEN_WEIGHT` per token on a page that is
+    not mostly prose (:data:`PROSE_PAGE_SPOT_SHARE`)."""
+    spots = _spot_counts(token_lists)
+    sizes = list(map(len, token_lists))
+    total = sum(spots)
+    if not total or total >= PROSE_PAGE_SPOT_SHARE * sum(sizes):
+        return spots
+    alpha = REGION_TOKEN_WEIGHT
+    return [count + alpha * size for count, size in zip(spots, sizes)]
+
+
 def main_text_features(
     main: MainText, tokens: Mapping[str, list[str]] | None = None
 ) -> dict[str, float]:
@@ -276,10 +301,10 @@ def _main_text(
 ) -> tuple[MainText, dict[str, list[str]]]:
     tokens: dict[str, list[str]] = {}
 
-    def weigh_blocks(texts: list[str]) -> list[int]:
+    def weigh_blocks(texts: list[str]) -> list[float]:
         new = [text for text in texts if text not in tokens]
         tokens.update(zip(new, tokenize_many(new)))
-        return _spot_counts([tokens[text] for text in texts])
+        return _region_weights([tokens[text] for text in texts])
 
     return extract(page, encoding=encoding, weigh_blocks=weigh_blocks), tokens
 
@@ -303,3 +328,78 @@ def _page_features(
 ) -> tuple[dict[str, float], int]:
     """:func:`page_features`, and the number of distinct spot signatures."""
     return _features(*_main_text(page, encoding))
+
+
+# ----------------------------------------------------------------------------
+# Content features: what prose spots do not see (tables, code, lists).
+
+#: A block is prose, and gives spot signatures only, when at least this share
+#: of its tokens anchor a spot; other blocks (table cells, code lines, list
+#: items, definitions) and preformatted blocks give content features.
+PROSE_SPOT_SHARE = 0.15
+#: Consecutive tokens in a content feature.
+CONTENT_SHINGLE = 2
+
+# splitmix64's finalizer constants (a bijective mix of 64 bits).
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_STEP = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(30))
+    h = h * _MIX1
+    h = h ^ (h >> np.uint64(27))
+    h = h * _MIX2
+    return h ^ (h >> np.uint64(31))
+
+
+def token_hashes(tokens: Sequence[str], seed: int = 0) -> np.ndarray:
+    """xxh3_64 of each token (``uint64``), each distinct token hashed once."""
+    if not tokens:
+        return np.zeros(0, dtype=np.uint64)
+    digest = xxhash.xxh3_64_intdigest
+    table = {t: digest(t.encode("utf-8", "surrogatepass"), seed) for t in set(tokens)}
+    return np.fromiter(map(table.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def shingle_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
+    """One 64-bit hash per run of ``n`` consecutive token hashes (the whole
+    sequence when it is shorter), order-sensitive, vectorised."""
+    count = len(hashes) - n + 1
+    if count <= 0:
+        if not len(hashes):
+            return hashes
+        n, count = len(hashes), 1
+    out = hashes[:count].copy()
+    with np.errstate(over="ignore"):
+        for i in range(1, n):
+            out = _mix(out + _STEP) ^ hashes[i : i + count]
+        return _mix(out)
+
+
+def content_hashes(
+    main: MainText, tokens: Mapping[str, list[str]] | None = None, seed: int = 0
+) -> np.ndarray:
+    """Hashes of the content features of a page's main text: word
+    :data:`CONTENT_SHINGLE`-shingles within each block that is not prose
+    (fewer than :data:`PROSE_SPOT_SHARE` of its tokens anchor a spot) and
+    within each preformatted block. Tokens holding digits are left out, as in
+    spots (dates and counters do not move the fingerprint)."""
+    return _content(main, tokens, seed)[0]
+
+
+def _content(
+    main: MainText, tokens: Mapping[str, list[str]] | None, seed: int
+) -> tuple[np.ndarray, int]:
+    """:func:`content_hashes`, and the number of tokens of the main text's
+    blocks and preformatted blocks."""
+    get = tokens.get if tokens is not None else (lambda block: None)
+    lists = [get(block) or tokenize(block) for block in main.blocks]
+    share = PROSE_SPOT_SHARE
+    chosen = [t for t, c in zip(lists, _spot_counts(lists)) if t and c < share * len(t)]
+    code = [t for t in tokenize_many(main.code) if t] if main.code else []
+    chosen += code
+    size = sum(map(len, lists)) + sum(map(len, code))
+    parts = [shingle_hashes(token_hashes(t, seed), CONTENT_SHINGLE) for t in chosen]
+    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)), size
