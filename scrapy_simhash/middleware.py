@@ -29,7 +29,8 @@ from scrapy.utils.defer import deferred_from_coro
 
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backends import Backend, BackendError, Duplicate, load_backend
-from scrapy_simhash.fingerprinting import fingerprint, plain_elements
+from scrapy_simhash.fingerprinting import Signature, plain_elements
+from scrapy_simhash.fingerprinting.signature import signature
 from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
@@ -187,12 +188,13 @@ class SimhashMiddleware:
             return
         start = time.thread_time()
         try:
-            fp = self.fingerprint_response(response)
-            if fp is None:
+            sig = self.signature_response(response)
+            if sig is None:
                 self.stats.inc_value("simhash/skipped_count/too_few_features")
                 return
+            fp = sig.fingerprint
             try:
-                duplicate = self.backend.query_and_add(fp, response.url)
+                duplicate = self.backend.query_and_add(sig, response.url)
             except BackendError as exc:
                 self._backend_error(exc)
                 return
@@ -217,14 +219,15 @@ class SimhashMiddleware:
         if self.action == "drop_outlinks":
             self._flagged.add(response)
 
-    def fingerprint_response(self, response: HtmlResponse) -> int | None:
-        """The page's simhash from the spider's own tree (read-only), or ``None``
-        when it has too few features; override to fingerprint differently."""
+    def signature_response(self, response: HtmlResponse) -> Signature | None:
+        """The page's signature (fingerprint and sketch) from the spider's own
+        tree (read-only), or ``None`` when it has too few features; override to
+        sign differently."""
         root = response.selector.root
         # parsel parses each response with a parser of its own: read it with
         # plain lxml elements (none is kept), the spider then gets lxml.html's.
         with plain_elements(root):
-            return fingerprint(root, min_features=self.min_features)
+            return signature(root, min_features=self.min_features)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Spider | None = None

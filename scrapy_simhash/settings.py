@@ -17,7 +17,7 @@ from scrapy.settings import BaseSettings
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
 from scrapy_simhash.backends.state import STATE_FILE
 
-from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
 
 ACTIONS = ("drop", "drop_outlinks", "log")
@@ -36,7 +36,7 @@ class SimhashSettings:
     """The validated configuration of the Scrapy layer and its backends."""
 
     enabled: bool = True
-    max_distance: int = 3
+    max_distance: int = DEFAULT_MAX_DISTANCE
     layout: str = "auto"
     expected_pages: int = DEFAULT_EXPECTED_PAGES
     min_features: int = DEFAULT_MIN_FEATURES
@@ -54,7 +54,7 @@ class SimhashSettings:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
         """Read every ``SIMHASH_*`` setting; raise ``ValueError`` naming a bad one."""
-        k = _get_int(settings, "SIMHASH_MAX_DISTANCE", 3, 0, MAX_DISTANCE_LIMIT)
+        k = _get_int(settings, "SIMHASH_MAX_DISTANCE", DEFAULT_MAX_DISTANCE, 0, MAX_DISTANCE_LIMIT)
         expected = _get_int(settings, "SIMHASH_EXPECTED_PAGES", DEFAULT_EXPECTED_PAGES, 1)
         layout = _get_layout(settings, k, expected)
         jobdir = settings.get("JOBDIR") or None

@@ -269,10 +269,10 @@ class FailingOpenBackend(MemoryBackend):
 
 
 class FlakyBackend(MemoryBackend):
-    def query_and_add(self, fingerprint, url, *, add="if_new"):
+    def query_and_add(self, signature, url, *, add="if_new"):
         if url.endswith(("/a", "/b", "/c")):
             raise BackendError("connection reset") from ConnectionError("reset")
-        return super().query_and_add(fingerprint, url, add=add)
+        return super().query_and_add(signature, url, add=add)
 
 
 @deferred_f_from_coro_f

@@ -18,6 +18,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_simhash import NearDuplicate, SimhashMiddleware
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.memory import MemoryBackend
+from scrapy_simhash import signature
 from scrapy_simhash.fingerprinting import fingerprint, hamming
 from tests.fixtures_http import article_html
 
@@ -97,8 +98,9 @@ def test_spider_gets_lxml_html_elements():
     of them outlives the read, so the spider sees lxml.html's classes."""
     mw = make_mw()
     response = html("https://example.com/a", 3)
-    fp = mw.fingerprint_response(response)
-    assert fp == fingerprint(response.selector.root)
+    sig = mw.signature_response(response)
+    assert sig == signature(response.selector.root)
+    assert sig.fingerprint == fingerprint(response.selector.root)
     elements = list(response.selector.root.iter())
     assert len(elements) >= 10
     assert all(isinstance(el, (HtmlElement, HtmlComment)) for el in elements)

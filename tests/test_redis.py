@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from scrapy_simhash.backends import BackendError, Duplicate
-from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION, Signature
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.index import Match
 from scrapy_simhash.index import TableLayout
 from scrapy_simhash.backends.redis import (
@@ -25,6 +26,13 @@ from scrapy_simhash.settings import SimhashSettings
 pytestmark = pytest.mark.redis
 
 MASK = (1 << 64) - 1
+
+SKETCH = bytes(range(1, SKETCH_BINS + 1))
+
+
+def sig(fp: int, sketch: bytes = SKETCH) -> Signature:
+    """A signature whose sketch confirms every other one made here."""
+    return Signature(fp, sketch)
 
 
 def brute_force(stored: list[tuple[int, int]], fp: int, k: int) -> list[Match]:
@@ -111,6 +119,50 @@ def test_parity_with_simhash_index(redis_client):
             next_key += 1
 
 
+def test_lua_confirmation_equals_is_duplicate(redis_client):
+    """The script's verdicts (candidate within k, sketch confirming) are
+    ``is_duplicate``'s on random pairs: near fingerprints, sketches agreeing in
+    any number of bins, empty bins, stored pages without a sketch."""
+    from scrapy_simhash.fingerprinting.signature import is_duplicate
+
+    k = 5
+    layout = TableLayout.plan(k, 1000)
+    index = make_index(redis_client, layout, prefix="test:confirm", expected_size=1000)
+    rng = np.random.default_rng(12)
+
+    def random_sketch() -> bytes:
+        values = rng.integers(1, 256, SKETCH_BINS, dtype=np.uint8)
+        values[rng.random(SKETCH_BINS) < rng.random() * 0.5] = 0  # empty bins
+        return values.tobytes()
+
+    stored: list[tuple[int, Signature]] = []
+    for _ in range(40):
+        sig_ = Signature(int(rng.integers(0, 2**64, dtype=np.uint64)), random_sketch())
+        _, _, key = index.query_and_add(sig_.fingerprint, "u", add="always", sketch=sig_.sketch)
+        stored.append((key, sig_))
+    verdicts = set()
+    for _ in range(600):
+        _, base = stored[int(rng.integers(len(stored)))]
+        fp = base.fingerprint
+        for bit in rng.choice(64, int(rng.integers(0, 8)), replace=False):
+            fp ^= 1 << int(bit)
+        sketch = bytearray(base.sketch)
+        for i in rng.choice(SKETCH_BINS, int(rng.integers(0, 40)), replace=False):
+            sketch[int(i)] = int(rng.integers(0, 256))
+        probe = Signature(fp, bytes(sketch))
+        matches, _, _ = index.query_and_add(fp, "", add="never", sketch=probe.sketch)
+        expected = sorted(key for key, s in stored if is_duplicate(s, probe, k=k))
+        assert sorted(m.key for m in matches) == expected
+        verdicts.add(bool(expected))
+    assert verdicts == {True, False}
+    # A stored page without a sketch is never confirmed; without a sketch every
+    # candidate counts (the index alone).
+    fp = 0x1234_5678_9ABC_DEF0
+    index.query_and_add(fp, "v", add="always")
+    assert index.query_and_add(fp, "", add="never", sketch=SKETCH)[0] == []
+    assert [m.fingerprint for m in index.query_and_add(fp, "", add="never")[0]] == [fp]
+
+
 def test_bulk_load_then_query(redis_client):
     rng = np.random.default_rng(3)
     layout = TableLayout.parse("16,16,16,16", 3)
@@ -188,20 +240,23 @@ def test_mismatched_index_is_refused(redis_client, other, word):
 def test_reset_clears_and_close_keeps(redis_url, redis_client):
     backend = backend_for(redis_url)
     backend.open("spider")
-    assert backend.query_and_add(0xFF, "https://a/") is None
+    assert backend.query_and_add(sig(0xFF), "https://a/") is None
     backend.close()
-    keys = ("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls")
-    assert redis_client.exists(*keys) == 3
+    keys = (
+        "spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls",
+        "spider:simhash:sketches",
+    )
+    assert redis_client.exists(*keys) == 4
     again = backend_for(redis_url)
     assert again.open("spider") == 1
-    assert again.query_and_add(0xFE, "https://b/") == Duplicate("https://a/", 0xFF, 1)
+    assert again.query_and_add(sig(0xFE), "https://b/") == Duplicate("https://a/", 0xFF, 1)
     again.close()
     # a different k is refused, unless reset, which clears first
     with pytest.raises(BackendError, match="k=3"):
         backend_for(redis_url, max_distance=2).open("spider")
     fresh = backend_for(redis_url, max_distance=2, reset=True)
     assert fresh.open("spider") == 0
-    assert fresh.query_and_add(0xFE, "https://c/") is None
+    assert fresh.query_and_add(sig(0xFE), "https://c/") is None
     assert len(fresh) == 1
     fresh.close()
     assert len(fresh) == 1
@@ -212,7 +267,7 @@ def test_replaced_index_is_noticed_mid_crawl(redis_url, redis_client):
     backend.open("spider")
     backend_for(redis_url, max_distance=2, reset=True).open("spider")
     with pytest.raises(BackendError, match="replaced"):
-        backend.query_and_add(1, "https://a/")
+        backend.query_and_add(sig(1), "https://a/")
 
 
 # -- concurrency ------------------------------------------------------------------
@@ -284,6 +339,7 @@ def test_concurrent_processes_keep_each_pair_once(redis_url):
 
 
 def backend_for(url: str, **overrides) -> RedisBackend:
+    overrides.setdefault("max_distance", 3)  # the layouts these tests name are k=3's
     config = SimhashSettings(backend="redis", redis_url=url, **overrides)
     return RedisBackend.from_config(config)
 
@@ -301,36 +357,36 @@ def test_redis_stopped_and_restarted(redis_server_factory, caplog):
     server = redis_server_factory()
     backend = backend_for(server.url, redis_params={"socket_timeout": 2})
     backend.open("spider")
-    assert backend.query_and_add(0xABC, "https://a/") is None
+    assert backend.query_and_add(sig(0xABC), "https://a/") is None
     server.stop()
     with pytest.raises(BackendError, match="Redis at redis://127.0.0.1"):
-        backend.query_and_add(0xABD, "https://b/")
+        backend.query_and_add(sig(0xABD), "https://b/")
     started = time.monotonic()
     with pytest.raises(BackendError, match="failed .* ago"):  # fails fast, no retries
-        backend.query_and_add(0xABD, "https://b/")
+        backend.query_and_add(sig(0xABD), "https://b/")
     assert time.monotonic() - started < 0.5
     server.start()  # empty again: no persistence
     backend._failed_at -= FAILURE_HOLDOFF
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
-        assert backend.query_and_add(0xABD, "https://b/") is None
+        assert backend.query_and_add(sig(0xABD), "https://b/") is None
     assert "vanished" in caplog.text and "answers again" in caplog.text
-    assert backend.query_and_add(0xABC, "https://c/") == Duplicate("https://b/", 0xABD, 1)
+    assert backend.query_and_add(sig(0xABC), "https://c/") == Duplicate("https://b/", 0xABD, 1)
     backend.close()
 
 
 def test_backend_duplicate_names_the_nearest(redis_url):
     backend = backend_for(redis_url)
     backend.open("spider")
-    assert backend.query_and_add(0b1111, "https://a/") is None
-    assert backend.query_and_add(0b1111 << 20, "https://b/") is None
-    assert backend.query_and_add(0b0111 | (0b1111 << 40), "https://c/", add="never") is None
-    assert backend.query_and_add(0b0111, "https://d/", add="never") == Duplicate(
+    assert backend.query_and_add(sig(0b1111), "https://a/") is None
+    assert backend.query_and_add(sig(0b1111 << 20), "https://b/") is None
+    assert backend.query_and_add(sig(0b0111 | (0b1111 << 40)), "https://c/", add="never") is None
+    assert backend.query_and_add(sig(0b0111), "https://d/", add="never") == Duplicate(
         "https://a/", 0b1111, 1
     )
-    assert backend.query_and_add(0b0011, "https://e/", add="always") == Duplicate(
+    assert backend.query_and_add(sig(0b0011), "https://e/", add="always") == Duplicate(
         "https://a/", 0b1111, 2
     )
-    assert backend.query_and_add(0b0001, "https://f/") == Duplicate("https://e/", 0b0011, 1)
+    assert backend.query_and_add(sig(0b0001), "https://f/") == Duplicate("https://e/", 0b0011, 1)
     assert len(backend) == 3
     backend.close()
 
@@ -349,17 +405,18 @@ def test_redis_params_and_key_template(redis_url, redis_client):
             redis_url=redis_url.rsplit("/", 1)[0],  # a database in the URL would win
             redis_params={"db": 3, "decode_responses": True},
             redis_key="crawl:%(spider)s:near",
+            max_distance=3,
         )
     )
     backend.open("news")
-    assert backend.query_and_add(0x77, "https://a/") is None
-    assert backend.query_and_add(0x76, "https://b/") == Duplicate("https://a/", 0x77, 1)
+    assert backend.query_and_add(sig(0x77), "https://a/") is None
+    assert backend.query_and_add(sig(0x76), "https://b/") == Duplicate("https://a/", 0x77, 1)
     backend.close()
     assert redis_client.dbsize() == 0
     db3 = import_redis().Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
     assert sorted(db3.keys()) == [
-        b"crawl:news:near:meta", *(b"crawl:news:near:t%d" % i for i in range(4)),
-        b"crawl:news:near:urls",
+        b"crawl:news:near:meta", b"crawl:news:near:sketches",
+        *(b"crawl:news:near:t%d" % i for i in range(4)), b"crawl:news:near:urls",
     ]
     db3.close()
 
@@ -367,11 +424,11 @@ def test_redis_params_and_key_template(redis_url, redis_client):
 def test_auto_layout_joins_whatever_the_expected_size(redis_url):
     small = backend_for(redis_url, expected_pages=1000)  # plans 16,16,16,16
     small.open("spider")
-    small.query_and_add(0xF0F0, "https://a/")
+    small.query_and_add(sig(0xF0F0), "https://a/")
     large = backend_for(redis_url, expected_pages=10**8)  # would plan more tables
     assert large.open("spider") == 1
     assert large.index.layout.spec == "16,16,16,16"
-    assert large.query_and_add(0xF0F1, "https://b/") == Duplicate("https://a/", 0xF0F0, 1)
+    assert large.query_and_add(sig(0xF0F1), "https://b/") == Duplicate("https://a/", 0xF0F0, 1)
     explicit = backend_for(redis_url, layout="13,13,13,13,12")
     with pytest.raises(BackendError, match="layout="):
         explicit.open("spider")

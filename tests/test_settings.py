@@ -8,7 +8,7 @@ import os
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.settings import SimhashSettings
 
 pytestmark = pytest.mark.scrapy
@@ -22,7 +22,7 @@ def test_defaults():
     config = load()
     assert config == SimhashSettings()
     assert config.enabled is True
-    assert config.max_distance == 3
+    assert config.max_distance == DEFAULT_MAX_DISTANCE == 5
     assert config.layout == "auto"
     assert config.min_features == DEFAULT_MIN_FEATURES
     assert config.action == "drop"
@@ -68,7 +68,7 @@ def test_values_from_strings():
 
 
 def test_layout_as_a_list_and_numeric_level():
-    config = load(SIMHASH_LAYOUT=[16, 16, 16, 16], SIMHASH_LOG_LEVEL=25)
+    config = load(SIMHASH_LAYOUT=[16, 16, 16, 16], SIMHASH_MAX_DISTANCE=3, SIMHASH_LOG_LEVEL=25)
     assert config.layout == "16,16,16,16"
     assert config.log_level == 25
 

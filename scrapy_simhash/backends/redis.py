@@ -10,12 +10,16 @@ query's bucket in at least one table. Redis holds, under the prefix
   entry format, the bucket width and ``size`` (the last key handed out);
 - ``<prefix>:t<i>``: one hash per table, bucket field -> packed 12-byte entries
   (8-byte big-endian fingerprint, 4-byte big-endian key);
-- ``<prefix>:urls``: a hash, decimal key -> URL, for the drop log.
+- ``<prefix>:urls``: a hash, decimal key -> URL, for the drop log;
+- ``<prefix>:sketches``: a hash, decimal key -> the page's sketch
+  (:mod:`scrapy_simhash.fingerprinting.signature`), which confirms a candidate.
 
 Packing a bucket's entries into one value keeps the cost near the in-process
 figure (12 bytes per table instead of ~80 for a key or hash field per entry).
-Each page costs one round trip: a Lua script (EVALSHA) probes every table and
-inserts the fingerprint when nothing matched, atomically, so two processes that
+Each page costs one round trip: a Lua script (EVALSHA) probes every table,
+confirms each candidate by its sketch (the rule of
+:func:`scrapy_simhash.is_duplicate`, mirrored exactly; a test compares them) and
+inserts the page when nothing was confirmed, atomically, so two processes that
 see near-duplicate pages at the same moment cannot both keep them.
 """
 
@@ -33,6 +37,7 @@ import numpy as np
 
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS, Signature
 from scrapy_simhash.index import ADD_MODES, Match, TableLayout
 
 if TYPE_CHECKING:
@@ -40,7 +45,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+#: 2: a sketch hash beside the tables; the script confirms candidates by it.
+FORMAT_VERSION = 2
 ENTRY_SIZE = 12
 MAX_KEY = 2**32 - 1
 #: Average entries per bucket wanted at the expected index size: larger buckets
@@ -102,7 +108,7 @@ def index_info(client: Any, prefix: str) -> dict[str, Any] | None:
 def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] = ()) -> int:
     """Delete the index under ``prefix`` (tables per its stored layout, URLs,
     metadata, and ``extra`` keys); return the number of keys deleted."""
-    keys = {f"{prefix}:meta", f"{prefix}:urls", *extra}
+    keys = {f"{prefix}:meta", f"{prefix}:urls", f"{prefix}:sketches", *extra}
     info = index_info(client, prefix) or {}
     try:
         tables = len(TableLayout.from_dict(info["layout"]).tables)
@@ -143,6 +149,7 @@ class RedisSimhashIndex:
         self._tables = layout.tables
         self.meta_key = f"{prefix}:meta"
         self.urls_key = f"{prefix}:urls"
+        self.sketches_key = f"{prefix}:sketches"
         self.table_keys = [f"{prefix}:t{i}" for i in range(len(self._tables))]
         if bucket_bits is not None and not 1 <= bucket_bits <= 32:
             raise ValueError(f"bucket_bits must be from 1 to 32, got {bucket_bits!r}")
@@ -185,7 +192,7 @@ class RedisSimhashIndex:
         self._check(identity, stored)
         self.bucket_bits = int(stored["bucket_bits"])
         self.signature = stored["signature"]
-        self._keys = [self.meta_key, self.urls_key, *self.table_keys]
+        self._keys = [self.meta_key, self.urls_key, self.sketches_key, *self.table_keys]
         return int(stored.get("size", 0))
 
     @staticmethod
@@ -244,12 +251,16 @@ class RedisSimhashIndex:
     # -- probe and insert --------------------------------------------------
 
     def query_and_add(
-        self, fp: int, url: str = "", *, add: str = "if_new"
+        self, fp: int, url: str = "", *, add: str = "if_new", sketch: bytes = b""
     ) -> tuple[list[Match], str | None, int]:
-        """Probe every table; insert ``fp`` (with ``url``) per ``add``, atomically.
+        """Probe every table; insert ``fp`` (with ``url`` and ``sketch``) per
+        ``add``, atomically.
 
-        Returns the matches found before inserting, sorted by (distance, key),
-        the URL of the nearest, and the new key (0 when nothing was inserted).
+        With a ``sketch`` a candidate within k counts only when the stored
+        page's sketch confirms it (``signature.confirms``; ``if_new`` inserts
+        when none did); without one every candidate counts. Returns the matches
+        found before inserting, sorted by (distance, key), the URL of the
+        nearest, and the new key (0 when nothing was inserted).
         """
         if add not in ADD_MODES:
             raise ValueError(f"add must be one of {ADD_MODES}, not {add!r}")
@@ -258,9 +269,13 @@ class RedisSimhashIndex:
         fp = int(fp)
         if not 0 <= fp < 1 << 64:
             raise ValueError(f"fingerprint out of the unsigned 64-bit range: {fp!r}")
-        args = [fp.to_bytes(8, "big"), self.k, add, url or "", self.signature]
+        if sketch and len(sketch) != SKETCH_BINS:
+            raise ValueError(f"a sketch has {SKETCH_BINS} bytes, this one {len(sketch)}")
+        args = [fp.to_bytes(8, "big"), self.k, add, url or "", self.signature, sketch, CONFIRM]
         args.extend(self.bucket_fields(fp))
-        status, new_key, nearest_url, blob = self._script(keys=self._keys, args=args)
+        status, new_key, nearest_url, blob, _unconfirmed = self._script(
+            keys=self._keys, args=args
+        )
         if status == -1:
             raise IndexMissingError(
                 f"The simhash index metadata {self.meta_key} vanished (Redis restarted "
@@ -295,7 +310,12 @@ class RedisSimhashIndex:
     # -- bulk load ---------------------------------------------------------
 
     def add_many(
-        self, fps: np.ndarray, urls: list[str] | None = None, *, batch: int = 20000
+        self,
+        fps: np.ndarray,
+        urls: list[str] | None = None,
+        *,
+        sketches: list[bytes] | None = None,
+        batch: int = 20000,
     ) -> np.ndarray:
         """Append many fingerprints without probing (like ``add="always"``).
 
@@ -307,6 +327,8 @@ class RedisSimhashIndex:
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if urls is not None and len(urls) != len(fps):
             raise ValueError(f"{len(fps)} fingerprints but {len(urls)} URLs")
+        if sketches is not None and len(sketches) != len(fps):
+            raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
         n = len(fps)
         if n == 0:
             return np.empty(0, dtype=np.uint64)
@@ -335,12 +357,14 @@ class RedisSimhashIndex:
                     args = []
             if args:
                 append(keys=[self.table_keys[table]], args=args)
-        if urls is not None:
+        for values, target in ((urls, self.urls_key), (sketches, self.sketches_key)):
+            if values is None:
+                continue
             pipe = self.client.pipeline(transaction=False)
             for start in range(0, n, batch):
                 chunk = dict(zip(map(str, keys[start : start + batch].tolist()),
-                                 urls[start : start + batch]))
-                pipe.hset(self.urls_key, mapping=chunk)
+                                 values[start : start + batch]))
+                pipe.hset(target, mapping=chunk)
             pipe.execute()
         return keys
 
@@ -473,9 +497,11 @@ class RedisBackend:
         return layout if layout is not None and layout.k == self.k else None
 
     def query_and_add(
-        self, fingerprint: int, url: str, *, add: str = "if_new"
+        self, signature: Signature, url: str, *, add: str = "if_new"
     ) -> Duplicate | None:
-        """The nearest stored page within k bits, or None; inserts per ``add``."""
+        """The nearest stored duplicate (within k bits, confirmed by its
+        sketch), or None; inserts per ``add``."""
+        fingerprint, sketch = signature.fingerprint, signature.sketch
         index = self.index
         if index is None:
             raise BackendError("the Redis simhash backend is not open")
@@ -487,14 +513,14 @@ class RedisBackend:
             )
         try:
             try:
-                matches, nearest_url, new_key = index.query_and_add(fingerprint, url, add=add)
+                matches, nearest_url, new_key = index.query_and_add(fingerprint, url, add=add, sketch=sketch)
             except IndexMissingError as exc:
                 logger.warning(
                     "%(error)s; starting it again empty at %(where)s",
                     {"error": exc, "where": self.where},
                 )
                 index.open()
-                matches, nearest_url, new_key = index.query_and_add(fingerprint, url, add=add)
+                matches, nearest_url, new_key = index.query_and_add(fingerprint, url, add=add, sketch=sketch)
         except IndexMismatchError as exc:
             self._failed_at = now
             raise BackendError(str(exc)) from exc

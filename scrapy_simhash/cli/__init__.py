@@ -521,11 +521,12 @@ def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Prog
 
 
 class State(NamedTuple):
-    """A crawl's persisted state: stored fingerprints and their URLs."""
+    """A crawl's persisted state: stored fingerprints, their URLs and sketches."""
 
     path: str
     fingerprints: np.ndarray
     urls: list[str]
+    sketches: np.ndarray  # uint8, a row a page: what confirms a candidate
 
 
 class Drop(NamedTuple):
@@ -540,20 +541,21 @@ def _state_path(path: str) -> str:
 
 
 def load_state(path: str) -> State:
-    """Read ``JOBDIR/simhash.seen`` (or the JOBDIR) through ``RecordLog.read``."""
-    from scrapy_simhash.index import CorruptStateError, RecordLog
+    """Read ``JOBDIR/simhash.seen`` (or the JOBDIR) through ``read_state``
+    (format and fingerprint version checked)."""
+    from scrapy_simhash.backends.state import read_state
+    from scrapy_simhash.index import CorruptStateError
 
     path = _state_path(path)
     try:
-        header, fps, _keys, payloads, truncated = RecordLog.read(path)
+        state = read_state(path)
     except (CorruptStateError, ValueError) as exc:
         raise InputError(path, None, f"not a readable crawl state: {exc}") from None
     except OSError as exc:
         raise InputError(path, None, exc.strerror or str(exc)) from None
-    if truncated:
+    if state.truncated:
         print(f"scrapy-simhash: {path}: ignored a truncated last record", file=sys.stderr)
-    urls = [bytes(p).decode("utf-8", "replace") for p in payloads]
-    return State(path, np.asarray(fps, dtype=np.uint64), urls)
+    return State(path, state.fingerprints, state.urls, state.sketches)
 
 
 def read_drop_log(path: str, problems: Problems) -> list[Drop]:
@@ -759,6 +761,7 @@ def cmd_report(args: argparse.Namespace, problems: Problems, progress: Progress)
     fps = (np.concatenate([s.fingerprints for s in states]) if states
            else np.empty(0, np.uint64))
     urls = [u for s in states for u in s.urls]
+    sketches = [s.sketches for s in states]
     for s in states:
         print(f"state {s.path}: {len(s.fingerprints):,} pages stored")
     actions = Counter(d.action for d in drops)
@@ -777,12 +780,18 @@ def cmd_report(args: argparse.Namespace, problems: Problems, progress: Progress)
         progress("clustering stored pages", force=True)
         index = _build_index(fps, argparse.Namespace(distance=args.distance, blocks=None,
                                                      layout="auto"), progress)
+        from scrapy_simhash.fingerprinting.signature import confirms
+
+        sketch = np.concatenate(sketches)
         for a, b in _pair_array(index.pairs()).tolist():
-            clusters.union(urls[a], urls[b])
+            # A pair is a cluster's when the sketches confirm it, as a crawl decides.
+            if confirms(sketch[a].tobytes(), sketch[b].tobytes()):
+                clusters.union(urls[a], urls[b])
     groups = [g for g in clusters.groups() if len(g) > 1]
     sizes = Counter(len(g) for g in groups)
     print(f"clusters: {len(groups):,} with {sum(map(len, groups)):,} pages"
-          f" (stored pages within {args.distance} bits, and each drop with its original)")
+          f" (stored pages within {args.distance} bits whose sketches confirm it,"
+          " and each drop with its original)")
     if sizes:
         print("cluster sizes: " + ", ".join(f"{n:,} x {size} pages" for size, n in
                                             sorted(sizes.items())))
@@ -887,6 +896,7 @@ def _count(text: str) -> int:
 def build_parser(prog: str = "scrapy-simhash") -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     from scrapy_simhash import __version__
+    from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 
     parser = argparse.ArgumentParser(
         prog=prog, formatter_class=_Formatter,
@@ -948,8 +958,9 @@ def build_parser(prog: str = "scrapy-simhash") -> argparse.ArgumentParser:
             f"{prog} report crawls/site drops.jsonl --plot distances.png")
     p.add_argument("paths", nargs="+", metavar="STATE_OR_LOG",
                    help="a JOBDIR, its simhash.seen file, or a drop log (JSON lines)")
-    p.add_argument("-d", "--distance", type=_int_in(0, 32), default=3, metavar="K",
-                   help="k for clusters among the stored pages (default: 3)")
+    p.add_argument("-d", "--distance", type=_int_in(0, 32), default=DEFAULT_MAX_DISTANCE,
+                   metavar="K", help="k for clusters among the stored pages (default: "
+                   f"{DEFAULT_MAX_DISTANCE}, as SIMHASH_MAX_DISTANCE)")
     p.add_argument("--top", type=_int_in(0, 1000), default=5,
                    help="largest clusters to list (default: 5)")
     p.add_argument("--plot", metavar="FILE.png",

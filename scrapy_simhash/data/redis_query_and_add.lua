@@ -1,34 +1,45 @@
 -- scrapy-simhash: probe every permuted table for fingerprints within k of a
--- query, and insert the query when asked to, in one atomic call.
+-- query, confirm each candidate by its sketch, and insert the query when asked
+-- to, in one atomic call.
 --
 -- KEYS[1]  metadata hash (fields: signature, size, ...)
 -- KEYS[2]  URL hash (decimal key -> URL)
--- KEYS[3..] one hash per permuted table: bucket field -> packed entries
+-- KEYS[3]  sketch hash (decimal key -> sketch bytes)
+-- KEYS[4..] one hash per permuted table: bucket field -> packed entries
 -- ARGV[1]  fingerprint, 8 bytes big-endian
 -- ARGV[2]  k
 -- ARGV[3]  "if_new" | "always" | "never"
 -- ARGV[4]  URL stored with the new key ("" stores none)
 -- ARGV[5]  layout signature the caller was opened with
--- ARGV[6..] bucket field of the query in each table, same order as KEYS[3..]
+-- ARGV[6]  the query's sketch ("": no confirmation, every candidate counts)
+-- ARGV[7]  CONFIRM: a candidate is confirmed when matches * 64 >= CONFIRM *
+--          filled, filled > 0 (bins holding the same non-zero byte in both
+--          sketches; bins non-zero in either): the rule of
+--          scrapy_simhash.fingerprinting.signature.confirms, exactly. A stored
+--          page without a sketch is never confirmed.
+-- ARGV[8..] bucket field of the query in each table, same order as KEYS[4..]
 --
 -- An entry is 12 bytes: fingerprint (8, big-endian) then key (4, big-endian).
 -- Lua numbers are doubles, so 64-bit values are handled as two 32-bit halves
 -- with the bit library, popcount by clearing the lowest set bit (stops at k+1).
 --
--- Returns {status, new_key, nearest_url, matches}: status 0 ok, -1 metadata
--- missing, -2 signature differs (then new_key holds the stored signature);
--- matches is the concatenation of (entry, distance byte) of every distinct
--- stored fingerprint within k, found before the insertion.
+-- Returns {status, new_key, nearest_url, matches, unconfirmed}: status 0 ok,
+-- -1 metadata missing, -2 signature differs (then new_key holds the stored
+-- signature); matches is the concatenation of (entry, distance byte) of every
+-- distinct stored page within k whose sketch confirms it, found before the
+-- insertion; unconfirmed counts the candidates within k that were not.
 
-local meta, urls = KEYS[1], KEYS[2]
+local meta, urls, sketches = KEYS[1], KEYS[2], KEYS[3]
 local query, k, mode, url, signature = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local sketch, confirm = ARGV[6], tonumber(ARGV[7])
+local first_table = 4
 
 local stored = redis.call('HGET', meta, 'signature')
 if not stored then
-  return {-1, '', '', ''}
+  return {-1, '', '', '', 0}
 end
 if stored ~= signature then
-  return {-2, stored, '', ''}
+  return {-2, stored, '', '', 0}
 end
 
 local band, bxor = bit.band, bit.bxor
@@ -37,14 +48,38 @@ local q1, q2, q3, q4, q5, q6, q7, q8 = byte(query, 1, 8)
 local qhi = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
 local qlo = ((q5 * 256 + q6) * 256 + q7) * 256 + q8
 
-local ntables = #KEYS - 2
+-- Whether the stored sketch of ``key`` (4 bytes) confirms the query's.
+local function confirms(key)
+  if sketch == '' then
+    return true
+  end
+  local k1, k2, k3, k4 = byte(key, 1, 4)
+  local other = redis.call('HGET', sketches, string.format('%d', ((k1 * 256 + k2) * 256 + k3) * 256 + k4))
+  if not other or #other ~= #sketch then
+    return false
+  end
+  local matches, filled = 0, 0
+  for i = 1, #sketch do
+    local a, b = byte(sketch, i), byte(other, i)
+    if a ~= 0 or b ~= 0 then
+      filled = filled + 1
+      if a == b then
+        matches = matches + 1
+      end
+    end
+  end
+  return filled > 0 and matches * 64 >= confirm * filled
+end
+
+local ntables = #KEYS - first_table + 1
 local blobs = {}
 local seen = {}
 local found = {}
+local unconfirmed = 0
 local best_d, best_key = k + 1, nil
 
 for t = 1, ntables do
-  local blob = redis.call('HGET', KEYS[t + 2], ARGV[t + 5])
+  local blob = redis.call('HGET', KEYS[t + first_table - 1], ARGV[t + 7])
   blobs[t] = blob
   if blob then
     for i = 1, #blob, 12 do
@@ -66,9 +101,13 @@ for t = 1, ntables do
           local key = sub(blob, i + 8, i + 11)
           if not seen[key] then
             seen[key] = true
-            found[#found + 1] = sub(blob, i, i + 11) .. string.char(d)
-            if d < best_d or (d == best_d and key < best_key) then
-              best_d, best_key = d, key
+            if confirms(key) then
+              found[#found + 1] = sub(blob, i, i + 11) .. string.char(d)
+              if d < best_d or (d == best_d and key < best_key) then
+                best_d, best_key = d, key
+              end
+            else
+              unconfirmed = unconfirmed + 1
             end
           end
         end
@@ -95,11 +134,14 @@ if mode == 'always' or (mode == 'if_new' and #found == 0) then
     math.floor(new_key / 16777216) % 256, math.floor(new_key / 65536) % 256,
     math.floor(new_key / 256) % 256, new_key % 256)
   for t = 1, ntables do
-    redis.call('HSET', KEYS[t + 2], ARGV[t + 5], (blobs[t] or '') .. entry)
+    redis.call('HSET', KEYS[t + first_table - 1], ARGV[t + 7], (blobs[t] or '') .. entry)
   end
   if url ~= '' then
     redis.call('HSET', urls, string.format('%d', new_key), url)
   end
+  if sketch ~= '' then
+    redis.call('HSET', sketches, string.format('%d', new_key), sketch)
+  end
 end
 
-return {0, new_key, nearest_url, table.concat(found)}
+return {0, new_key, nearest_url, table.concat(found), unconfirmed}

@@ -339,6 +339,10 @@ def _page_features(
 PROSE_SPOT_SHARE = 0.15
 #: Consecutive tokens in a content feature.
 CONTENT_SHINGLE = 2
+#: Content features count only when the blocks that give them hold at least
+#: this share of the main text's tokens: on a prose page a byline, a caption or
+#: a date line would only make the fingerprint fragile.
+CONTENT_MIN_SHARE = 0.2
 
 # splitmix64's finalizer constants (a bijective mix of 64 bits).
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -394,12 +398,40 @@ def _content(
 ) -> tuple[np.ndarray, int]:
     """:func:`content_hashes`, and the number of tokens of the main text's
     blocks and preformatted blocks."""
-    get = tokens.get if tokens is not None else (lambda block: None)
-    lists = [get(block) or tokenize(block) for block in main.blocks]
+    known = tokens if tokens is not None else {}
+    missing = [text for text in (*main.blocks, *main.code) if text not in known]
+    if missing:
+        known = {**known, **dict(zip(missing, tokenize_many(missing)))}
+    lists = [known[block] for block in main.blocks]
     share = PROSE_SPOT_SHARE
     chosen = [t for t, c in zip(lists, _spot_counts(lists)) if t and c < share * len(t)]
-    code = [t for t in tokenize_many(main.code) if t] if main.code else []
+    code = [t for t in (known[block] for block in main.code) if t]
     chosen += code
     size = sum(map(len, lists)) + sum(map(len, code))
-    parts = [shingle_hashes(token_hashes(t, seed), CONTENT_SHINGLE) for t in chosen]
-    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)), size
+    if sum(map(len, chosen)) < CONTENT_MIN_SHARE * size:
+        # A prose page's bylines, captions and dates: the spots speak for it.
+        return np.zeros(0, dtype=np.uint64), size
+    return _shingles_within(chosen, CONTENT_SHINGLE, seed), size
+
+
+def _shingles_within(token_lists: list[list[str]], n: int, seed: int) -> np.ndarray:
+    """``shingle_hashes`` of each (non-empty) token list, concatenated: all
+    lists hashed at once, the shingles that would cross from one list into
+    the next left out."""
+    if not token_lists:
+        return np.zeros(0, dtype=np.uint64)
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    hashes = token_hashes([t for tokens in token_lists for t in tokens], seed)
+    if n == 1:
+        return _mix(hashes)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    out = [shingle_hashes(hashes, n)]  # shingle i starts at token i
+    # Shingle i lies in one list when i + n <= the end of the list holding i.
+    owner = np.repeat(np.arange(len(lengths)), lengths)[: len(out[0])]
+    keep = np.arange(len(out[0])) + n <= ends[owner]
+    out[0] = out[0][keep]
+    short = lengths < n  # a list shorter than a shingle is one feature
+    for first, length in zip(starts[short], lengths[short]):
+        out.append(shingle_hashes(hashes[first : first + length], n))
+    return np.concatenate(out)
