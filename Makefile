@@ -4,16 +4,25 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 MIN_VENV ?= .venv-min
 MIN_SCRAPY ?= scrapy==2.13.4
+DEMO_VENV ?= .venv-demo
+# pip's "new version available" notice is noise in a make run.
+export PIP_DISABLE_PIP_VERSION_CHECK = 1
+# setuptools' notice for an editable install of a flat layout ("be careful with folders
+# named like your package"): informational only, and the suite imports from the checkout.
+QUIET_EDITABLE = PYTHONWARNINGS="ignore:Editable installation:UserWarning"
+# The package's sources: an installed (non-editable) copy is rebuilt when one changes.
+PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py' -o -name '*.pyx' -o -path '*/data/*' 2>/dev/null)
 
-.PHONY: all venv test test-latest test-min demo redis-server bench bench-fingerprint \
-        bench-quality bench-index bench-middleware bench-redis bench-cli clean
+.PHONY: all venv test test-latest test-min demo docs redis-server java corpus-debian corpus-public \
+        bench bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
+        bench-spark clean
 
 all: test
 
 $(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,bench,redis,plot,warc]"
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[test,bench,redis,plot,warc,docs,spark]"
 	touch $@
 
 venv: $(VENV)/.stamp
@@ -21,7 +30,7 @@ venv: $(VENV)/.stamp
 $(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
-	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
+	$(QUIET_EDITABLE) $(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
 	touch $@
 
 # The Redis tests need Debian's redis-server; install it when it is missing.
@@ -31,11 +40,18 @@ redis-server:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 
+# The Spark tests need a Java runtime; install Debian's when there is none.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "installing Debian's openjdk-17-jre-headless"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+
 # The whole suite on the newest Scrapy, then the Scrapy layer on the oldest supported one.
 test: test-latest test-min
 
 # The compiled walk must have been built (else the suite would test only the Python one).
-test-latest: venv redis-server
+test-latest: venv redis-server java
 	$(PY) -c "import scrapy_simhash.fingerprinting._walk"
 	$(PY) -m pytest tests
 
@@ -43,9 +59,43 @@ test-min: $(MIN_VENV)/.stamp redis-server
 	$(MIN_VENV)/bin/python -c "import scrapy_simhash.fingerprinting._walk"
 	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
 
+# The demo needs the runtime dependencies only: its own venv, the package installed as a
+# user would install it (not editable), rebuilt when a source file changes.
+$(DEMO_VENV)/.stamp: $(PACKAGE_FILES)
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install -q --upgrade pip
+	$(DEMO_VENV)/bin/python -m pip install -q .
+	touch $@
+
 # The main job: serve the bundled demo site on loopback, crawl it, show what was dropped.
-demo: venv
-	$(PY) example_project/run_demo.py
+demo: $(DEMO_VENV)/.stamp
+	$(DEMO_VENV)/bin/python example_project/run_demo.py
+
+# The documentation site (docs/), warnings as errors; tests/test_docs.py builds it too.
+docs: venv
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
+# The documentation sites of the evaluation corpus, from Debian 12's documentation
+# packages (the shared corpus holds the same files); web pages are not in Debian.
+# The packages are downloaded and unpacked into .cache/debian (no system install).
+DEBIAN_DOCS = python3.11-doc python-django-doc cmake-doc libstdc++-12-doc postgresql-doc-15 git-doc
+corpus-debian: .cache/debian/.stamp
+.cache/debian/.stamp:
+	@command -v apt-get >/dev/null 2>&1 || { echo "corpus-debian needs Debian's apt-get"; exit 1; }
+	mkdir -p .cache/debian/debs
+	cd .cache/debian/debs && { apt-get download $(DEBIAN_DOCS) 2>/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && apt-get download $(DEBIAN_DOCS); }; }
+	for deb in .cache/debian/debs/*.deb; do dpkg-deb -x "$$deb" .cache/debian; done
+	rm -rf .cache/debian/debs
+	$(PYTHON) -m evaluation.corpus
+	touch $@
+
+# The whole corpus as archives in .cache/public-corpus, from public sources only: the
+# documentation sites from Debian's packages, web/ from a checkout of trafilatura's
+# repository (TRAFILATURA=path; without it web-dev.tar.xz is skipped).
+corpus-public: corpus-debian
+	$(PYTHON) -m evaluation.corpus build $(if $(TRAFILATURA),--trafilatura "$(TRAFILATURA)")
 
 bench: bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli
 
@@ -53,6 +103,7 @@ bench-fingerprint: venv
 	$(PY) -m bench.bench_fingerprint --repeat 3
 
 bench-quality: venv
+	$(PY) -m evaluation.corpus
 	$(PY) -m bench.quality
 
 bench-index: venv
@@ -67,5 +118,8 @@ bench-redis: venv redis-server
 bench-cli: venv
 	$(PY) -m bench.bench_cli
 
+bench-spark: venv java
+	$(PY) -m bench.bench_spark --n 1000000
+
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so build
+	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so build

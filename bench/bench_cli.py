@@ -1,4 +1,4 @@
-"""``scrapy-simhash find-all`` end to end on 1M and 10M fingerprints.
+"""``scrapy-simhash find-all`` end to end on 1M and 10M fingerprints, before/after.
 
 Writes random 64-bit fingerprints with planted near-duplicates (1% of the
 input, 1 to k bits away) and exact repeats to a file, then times the console
@@ -6,11 +6,20 @@ script in a subprocess: reading, indexing, finding all pairs, writing. Peak
 memory is the child's maximum resident set (``os.wait4``). Checks that every
 planted pair is in the output.
 
+Rows, in one run on the same files:
+
+- ``baseline``: the command line of git revision ``--baseline`` (default: the
+  commit before the fingerprint list format), decimal in, simhash-cpp out;
+- ``decimal -> cpp``: this tree on the same input and output;
+- ``decimal -> table``: this tree's default output (header, hex);
+- ``hex -> table``: 16-hex-digit input, as ``fingerprint`` writes it;
+- ``keyed -> table``: ``URL<TAB>hex`` lines (1M only): keys carried to the output.
+
 Reference, not measured here: seomoz simhash-cpp finds all pairs of 1M
 fingerprints in 1.1-1.8 s through its Python binding (figure quoted in issue
 6; the binary needs libJudy and does not build on this machine).
 
-    python -m bench.bench_cli [--sizes 1000000,10000000] [--repeats 3]
+    python -m bench.bench_cli [--sizes 1000000,10000000] [--repeats 3] [--baseline REV]
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -29,10 +39,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "scrapy-simhash"
+BASELINE = "146c188"  # the package split, before the fingerprint list format
 
 
-def make_input(path: Path, n: int, k: int, seed: int = 0) -> set[tuple[int, int]]:
-    """Write n fingerprints (1% planted near-duplicates, 0.1% repeats); return planted pairs."""
+def make_input(path: Path, n: int, k: int, seed: int = 0) -> tuple[np.ndarray, set]:
+    """n fingerprints (1% planted near-duplicates, 0.1% repeats) and the planted pairs."""
     rng = np.random.default_rng(seed)
     n_near, n_same = n // 100, n // 1000
     base = rng.integers(0, 2**64, size=n - n_near - n_same, dtype=np.uint64)
@@ -44,36 +55,82 @@ def make_input(path: Path, n: int, k: int, seed: int = 0) -> set[tuple[int, int]
     same = base[src[n_near:]]
     fps = np.concatenate([base, near, same])
     rng.shuffle(fps)
-    step = 1 << 20
-    with path.open("w") as out:
-        for start in range(0, len(fps), step):
-            out.write("\n".join(map(str, fps[start:start + step].tolist())) + "\n")
     a, b = base[src[:n_near]], near
     planted = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
     planted |= {(v, v) for v in same.tolist()}
-    return planted
+    return fps, planted
 
 
-def run_once(args: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS in MiB, exit code of one child."""
+def write_input(path: Path, fps: np.ndarray, form: str) -> None:
+    step = 1 << 20
+    with path.open("w") as out:
+        for start in range(0, len(fps), step):
+            chunk = fps[start:start + step].tolist()
+            if form == "decimal":
+                lines = map(str, chunk)
+            elif form == "hex":
+                lines = (f"{v:016x}" for v in chunk)
+            else:
+                lines = (f"https://example.com/page/{start + i}\t{v:016x}"
+                         for i, v in enumerate(chunk))
+            out.write("\n".join(lines) + "\n")
+
+
+def read_pairs(path: Path, fps: np.ndarray, cpp: bool) -> set[tuple[int, int]]:
+    """The fingerprint pairs of find-all's output (simhash-cpp or table)."""
+    found = set()
+    with path.open() as f:
+        for line in f:
+            if cpp:
+                a, b = json.loads(line)
+            elif line.startswith("#"):
+                names = line[1:].rstrip("\n").split("\t")
+                ia, ib = names.index("fingerprint_a"), names.index("fingerprint_b")
+                continue
+            else:
+                cells = line.rstrip("\n").split("\t")
+                a, b = int(cells[ia], 16), int(cells[ib], 16)
+            found.add((min(a, b), max(a, b)))
+    return found
+
+
+def run_once(args: list[str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system), peak RSS in MiB, exit code of one child."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     proc.stderr.close()
-    return seconds, usage.ru_maxrss // 1024, proc.returncode
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, cpu, usage.ru_maxrss // 1024, proc.returncode
+
+
+def baseline_command(rev: str, into: Path) -> list[str]:
+    """A command running the command line of git revision ``rev``."""
+    archive = into / "baseline.tar"
+    with archive.open("wb") as out:
+        subprocess.run(["git", "-C", str(ROOT), "archive", rev, "scrapy_simhash"],
+                       stdout=out, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "baseline", filter="data")
+    code = (f"import sys; sys.path.insert(0, {str(into / 'baseline')!r}); "
+            "import scrapy_simhash.cli as c; "
+            f"assert c.__file__.startswith({str(into / 'baseline')!r}), c.__file__; "
+            "sys.exit(c.main())")
+    return [sys.executable, "-c", code]
 
 
 def phases(path: Path, k: int) -> str:
     """Seconds of each step in this process (no interpreter start-up)."""
-    from scrapy_simhash import cli
+    from scrapy_simhash.cli.errors import Problems
+    from scrapy_simhash.cli.fingerprints import read_fingerprints
     from scrapy_simhash.index import SimhashIndex
 
     times = []
     start = time.perf_counter()
     with path.open("rb") as f:
-        fps = cli.read_fingerprints(f, str(path), cli.Problems())
+        fps = read_fingerprints(f, str(path), Problems())
     times.append(("read+parse", time.perf_counter()))
     uniq = np.unique(fps)
     times.append(("unique", time.perf_counter()))
@@ -94,33 +151,63 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--repeats", type=int, default=3, help="runs per size under 5M")
     parser.add_argument("-k", "--distance", type=int, default=3)
+    parser.add_argument("--baseline", default=BASELINE,
+                        help=f"git revision to compare with (default: {BASELINE}); '' for none")
     opts = parser.parse_args()
     k = opts.distance
-    print(f"find-all, k={k}, end to end (read, index, pairs, write); median of repeats")
+    print(f"find-all, k={k}, end to end (read, index, pairs, write); median of repeats, "
+          "runs of one size interleaved")
     print("reference (not measured): seomoz simhash-cpp, 1M fingerprints: 1.1-1.8 s")
-    print(f"{'fingerprints':>12} {'seconds':>8} {'runs':>5} {'fps/s':>10} {'pairs':>9}"
+    print("seconds: wall clock; cpu: the child's user + system CPU seconds (what a busy "
+          "machine barely moves)")
+    print(f"{'fingerprints':>12} {'run':<22} {'seconds':>8} {'cpu':>7} {'runs':>5} {'fps/s':>10}"
           f" {'planted found':>14} {'peak MiB':>9} {'input MiB':>9}")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        tmpdir = Path(tmp)
+        old = baseline_command(opts.baseline, tmpdir) if opts.baseline else None
+        new = [str(SCRIPT)]
         for n in (int(s) for s in opts.sizes.split(",")):
-            src, out = Path(tmp) / f"fps-{n}.txt", Path(tmp) / f"pairs-{n}.txt"
-            planted = make_input(src, n, k)
-            cmd = [str(SCRIPT), "find-all", "-i", str(src), "-o", str(out), "-d", str(k)]
-            repeats = opts.repeats if n < 5_000_000 else 1
-            runs = [run_once(cmd) for _ in range(repeats)]
-            if any(code for *_, code in runs):
-                raise SystemExit(f"find-all failed on {n} fingerprints: {runs}")
-            seconds = statistics.median(r[0] for r in runs)
-            peak = max(r[1] for r in runs)
-            with out.open() as f:
-                found = {tuple(json.loads(line)) for line in f}
-            hit = len(planted & found)
-            print(f"{n:>12,} {seconds:>8.2f} {repeats:>5} {n / seconds:>10,.0f} {len(found):>9,}"
-                  f" {hit:>7,}/{len(planted):<6,} {peak:>9,} {src.stat().st_size / 2**20:>9,.0f}",
-                  flush=True)
+            fps, planted = make_input(tmpdir / "x", n, k)
+            rows = []  # label, command prefix, input form, output is cpp
+            if old:
+                rows.append((f"baseline {opts.baseline}", old, "decimal", True))
+            rows += [("decimal -> cpp", new, "decimal", True),
+                     ("decimal -> table", new, "decimal", False),
+                     ("hex -> table", new, "hex", False)]
             if n <= 1_000_000:
-                print(f"    in-process steps, seconds: {phases(src, k)}", flush=True)
-            src.unlink()
-            out.unlink()
+                rows.append(("keyed -> table", new, "keyed", False))
+            files = {}
+            for form in {r[2] for r in rows}:
+                files[form] = tmpdir / f"fps-{n}.{form}"
+                write_input(files[form], fps, form)
+            repeats = opts.repeats if n < 5_000_000 else 1
+            times: dict[str, list[tuple]] = {r[0]: [] for r in rows}
+            for _ in range(repeats):
+                for label, cmd, form, cpp in rows:
+                    out = tmpdir / f"pairs-{n}.txt"
+                    args = [*cmd, "find-all", "-i", str(files[form]), "-o", str(out),
+                            "-d", str(k), *(["--simhash-cpp"] if cpp and cmd is new else [])]
+                    times[label].append(run_once(args))
+                    if times[label][-1][3]:
+                        raise SystemExit(f"{label} failed on {n} fingerprints")
+                    hit = len(planted & read_pairs(out, fps, cpp))
+                    out.unlink()
+                    times[label][-1] = (*times[label][-1], hit)
+            for label, cmd, form, _ in rows:
+                runs = times[label]
+                seconds = statistics.median(r[0] for r in runs)
+                cpu = statistics.median(r[1] for r in runs)
+                peak = max(r[2] for r in runs)
+                hit = min(r[4] for r in runs)
+                print(f"{n:>12,} {label:<22} {seconds:>8.2f} {cpu:>7.2f} {repeats:>5}"
+                      f" {n / seconds:>10,.0f}"
+                      f" {hit:>7,}/{len(planted):<6,} {peak:>9,}"
+                      f" {files[form].stat().st_size / 2**20:>9,.0f}", flush=True)
+            if n <= 1_000_000:
+                print(f"    in-process steps, seconds: {phases(files['decimal'], k)}",
+                      flush=True)
+            for path in files.values():
+                path.unlink()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python -m bench.bench_index                 # N = 1M, k = 3, the peers too
     python -m bench.bench_index --n 10000000 --no-peers --qaa-n 10000000
+    python -m bench.bench_index --pauses-only --pause-n 5000000   # single-add pauses
 
 Random 64-bit fingerprints; keys 0..N-1. Ours: build from an array, bytes a
 fingerprint (memory_usage() and tracemalloc), single query p50/p99 (random
@@ -14,6 +15,10 @@ of its 64 (bit position, bit value) tokens: Hamming distance h gives Jaccard
 bits, 61/67, finds only about half of the pages k bits away) and numpy brute force. Times are
 wall-clock medians over --repeats with the process CPU time beside them (the
 machine is shared: CPU time is what the code costs).
+
+Single-add pauses: --pause-n sequential ``add`` calls from empty (the crawl's
+insert pattern; level merges happen inside some of them), each timed in thread
+CPU time: the worst call, p99.9, p99.99 and how many took over 10 / 100 ms.
 """
 
 from __future__ import annotations
@@ -133,6 +138,40 @@ def bench_ours(fps, keys, args, rng, compress=False):
          f"(cpu {cpu:.2f} s, {wall / m * 1e6:.1f} us a call, {usage_levels(index)} levels)")
 
 
+def bench_pauses(args):
+    """CPU time of each single ``add`` from empty to --pause-n entries."""
+    m = args.pause_n
+    fps = np.random.default_rng(2007).integers(0, 2**64, m, dtype=np.uint64)
+    keys = np.arange(m, dtype=np.uint64)
+    print(f"\nsingle-add pauses, {m:,} sequential add() from empty "
+          f"(expected_size={m:,}), thread CPU time a call", flush=True)
+    index = SimhashIndex(k=args.k, expected_size=m)
+    add, clock = index.add, time.thread_time
+    seq_fps, seq_keys = fps[:m].tolist(), keys[:m].tolist()
+    cost = np.empty(m)
+    gc.collect()
+    gc.disable()
+    try:
+        total = clock()
+        for i, (fp, key) in enumerate(zip(seq_fps, seq_keys)):
+            t = clock()
+            add(fp, key)
+            cost[i] = clock() - t
+        total = clock() - total
+    finally:
+        gc.enable()
+    cost *= 1e3
+    line(f"layout {index.layout.spec}, total", f"{total:.1f} s",
+         f"(cpu, {total / m * 1e6:.1f} us an add incl. timing)")
+    line("worst single add", f"{cost.max():.2f} ms", f"(at add #{int(cost.argmax()):,})")
+    line("p99.9 / p99.99 single add",
+         f"{np.percentile(cost, 99.9):.3f} / {np.percentile(cost, 99.99):.3f} ms")
+    line("adds over 10 ms / over 100 ms",
+         f"{int((cost > 10).sum())} / {int((cost > 100).sum())}")
+    last = cost[-m // 5:]
+    line(f"worst of the last {len(last):,} adds", f"{last.max():.2f} ms")
+
+
 def usage_levels(index):
     return index.memory_usage()["levels"]
 
@@ -240,8 +279,15 @@ def main(argv=None) -> None:
     parser.add_argument("--minhash-n", type=int, default=100_000, help="datasketch peer size")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--no-compress", action="store_true")
+    parser.add_argument("--pause-n", type=int, default=5_000_000,
+                        help="sequential adds timed one by one (0: skip)")
+    parser.add_argument("--pauses-only", action="store_true",
+                        help="only the single-add pause figures")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(20070508)
+    if args.pauses_only:
+        bench_pauses(args)
+        return
     fps = rng.integers(0, 2**64, args.n, dtype=np.uint64)
     keys = np.arange(args.n, dtype=np.uint64)
     print(f"N = {args.n:,} random fingerprints, k = {args.k}, medians of {args.repeats} runs; "
@@ -253,6 +299,8 @@ def main(argv=None) -> None:
     if not args.no_peers:
         bench_simhash(fps, args, rng)
         bench_datasketch(fps, args, rng)
+    if args.pause_n:
+        bench_pauses(args)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,29 @@
-"""Cost of the shared Redis index, next to scrapy-redis's own per-request cost.
+"""Cost of the shared Redis index: memory per page, and pages a second from several
+processes against one node and against a Redis Cluster.
 
-Starts a private ``redis-server`` on a free loopback port (no persistence) and
-measures, against it, in one run:
+Starts private servers on free loopback ports (:mod:`evaluation.redis_servers`, no
+persistence): one ``redis-server``, and a 3-master Redis Cluster with a replica
+each. Measures, in one run:
 
-- Redis memory per stored fingerprint at 1M fingerprints (``INFO memory``
-  ``used_memory`` before and after a bulk load), tables alone and with URLs,
-  for a few bucket widths; scrapy-redis's dupefilter (a set of 40-hex SHA1
-  fingerprints) at 1M members for comparison;
-- probe-and-insert round trips per second (the Lua script, one EVALSHA per
-  page) against the 1M index, from one and from two processes; ``SADD`` of a
-  40-hex fingerprint (scrapy-redis's ``request_seen``) and ``PING`` the same way.
+- Redis memory per stored page (``INFO memory`` ``used_memory`` before and after a
+  bulk load of ``--size`` pages): the tables, then the URLs in the ``full`` format
+  (a hash field per page) and in the compact ``hash`` format
+  (``SIMHASH_REDIS_URLS = "hash"``: 8 bytes per page, packed); scrapy-redis's
+  dupefilter (a set of 40-hex SHA1 fingerprints) for comparison;
+- probe-and-insert calls a second (the Lua script, one EVALSHA round trip a page)
+  summed over 1, 2 and 4 processes, with Redis's own time in commands per page
+  (``INFO commandstats``, every master) and the client's CPU per page
+  (``process_time``), the figures contention moves least. Targets: processes
+  sharing one crawl's index on the single node, the same on the cluster (one crawl is one hash slot, so one master), one
+  crawl per process on the cluster (the crawls spread over the masters), and one
+  crawl with its tables sharded over the masters (``SIMHASH_REDIS_SHARDED``:
+  several round trips a page under a lock, writers take turns).
+  Each index holds ``--rate-size`` pages before the timed calls.
 
-Rates are medians over repeats; the machine is shared, so read them as ratios
-between rows measured in the same run. Run: ``make bench-redis`` (or
-``python -m bench.bench_redis --size 100000`` for a quick look).
+Rates are medians over repeats of wall-clock time on a shared 2-core machine where
+the servers compete with the clients: read them as ratios between rows of one run.
+Run: ``make bench-redis`` (``python -m bench.bench_redis``; ``--size 100000`` for a
+quick look).
 """
 
 from __future__ import annotations
@@ -25,15 +35,15 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from scrapy_simhash.index import TableLayout
+from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisClusterServers, RedisServer
 from scrapy_simhash.backends.redis import RedisSimhashIndex, import_redis
-from tests.fixtures_redis import REDIS_SERVER, RedisServer
+from scrapy_simhash.backends.redis_sharded import ShardedRedisSimhashIndex
+from scrapy_simhash.index import TableLayout
 
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
 
@@ -46,30 +56,34 @@ def used_memory(client) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def load_index(client, size: int, layout: TableLayout, bucket_bits: int | None, seed: int = 0):
-    """Bulk-load ``size`` random fingerprints; return (index, tables B/fp, URLs B/fp)."""
+def memory_per_page(
+    client, size: int, layout: TableLayout, url_format: str
+) -> tuple[float, float]:
+    """Bulk-load ``size`` pages; return (tables B/page, URLs B/page)."""
     client.flushall()
     index = RedisSimhashIndex(
-        client, "bench:simhash", layout, expected_size=size, bucket_bits=bucket_bits
+        client, "bench:simhash", layout, expected_size=size, url_format=url_format
     )
     index.open()
-    fps = random_fingerprints(size, seed)
+    fps = random_fingerprints(size, 0)
     before = used_memory(client)
-    index.add_many(fps)
+    keys = index.add_many(fps)
     tables = used_memory(client) - before
-    before = used_memory(client)
     urls = [URL.format(i) for i in range(size)]
-    pipe = client.pipeline(transaction=False)
-    for start in range(0, size, 20000):
-        chunk = range(start, min(start + 20000, size))
-        pipe.hset(index.urls_key, mapping={str(i + 1): urls[i] for i in chunk})
-    pipe.execute()
-    url_bytes = used_memory(client) - before
-    return index, tables / size, url_bytes / size
+    before = used_memory(client)
+    if url_format == "hash":
+        index._add_url_hashes(int(keys[0]), urls)
+    else:
+        pipe = client.pipeline(transaction=False)
+        for start in range(0, size, 20000):
+            chunk = range(start, min(start + 20000, size))
+            pipe.hset(index.urls_key, mapping={str(int(keys[i])): urls[i] for i in chunk})
+        pipe.execute()
+    return tables / size, (used_memory(client) - before) / size
 
 
 def sadd_memory(client, size: int) -> float:
-    client.delete("bench:dupefilter")
+    client.flushall()
     before = used_memory(client)
     pipe = client.pipeline(transaction=False)
     for i in range(size):
@@ -80,134 +94,178 @@ def sadd_memory(client, size: int) -> float:
     return (used_memory(client) - before) / size
 
 
-# -- round trips -------------------------------------------------------------------
+# -- pages a second ------------------------------------------------------------------
 
 
-def _worker(kind: str, url: str, layout_spec: str, ops: int, seed: int, start, out) -> None:
+def _client(url: str, cluster: bool):
     redis = import_redis()
-    client = redis.Redis.from_url(url)
-    if kind == "simhash":
-        index = RedisSimhashIndex(client, "bench:simhash", TableLayout.parse(layout_spec, 3))
+    return (redis.RedisCluster if cluster else redis.Redis).from_url(url)
+
+
+def _index(client, prefix: str, layout: TableLayout, size: int, sharded: bool):
+    if sharded:
+        # throughput, not the crawler's bound: wait for the lock however long
+        # a descheduled holder keeps it on this loaded machine
+        return ShardedRedisSimhashIndex(
+            client, prefix, layout, expected_size=size, lock_wait=60, lease=60
+        )
+    return RedisSimhashIndex(client, prefix, layout, expected_size=size)
+
+
+def _open(client, prefix: str, layout: TableLayout, size: int, sharded: bool):
+    index = _index(client, prefix, layout, size, sharded)
+    index.open()
+    return index
+
+
+def preload(url, cluster, prefixes, layout: TableLayout, size: int, sharded: bool) -> None:
+    client = _client(url, cluster)
+    for prefix in prefixes:
+        index = _index(client, prefix, layout, size, sharded)
+        index.clear()
         index.open()
-        items = random_fingerprints(ops, seed).tolist()
-        call = lambda fp: index.query_and_add(fp, "https://www.example.com/x")  # noqa: E731
-    elif kind == "sadd":
-        items = [hashlib.sha1(b"%d-%d" % (seed, i)).hexdigest() for i in range(ops)]
-        call = lambda fp: client.sadd("bench:dupefilter", fp)  # noqa: E731
-    else:
-        items = [None] * ops
-        call = lambda _: client.ping()  # noqa: E731
-    call(items[0])  # connect, load the script
-    start.wait()
-    t0 = time.perf_counter()
-    for item in items:
-        call(item)
-    out.put(time.perf_counter() - t0)
+        index.add_many(random_fingerprints(size, zlib.crc32(prefix.encode())))
     client.close()
 
 
-def server_usec(client, command: str) -> float:
-    """Redis's own CPU per call of ``command`` since the last CONFIG RESETSTAT."""
-    stats = client.info("commandstats").get(f"cmdstat_{command}", {})
-    return float(stats.get("usec_per_call", float("nan")))
+def _worker(url, cluster, sharded, prefix, layout_spec, size, ops, seed, start, out) -> None:
+    client = _client(url, cluster)
+    index = _open(client, prefix, TableLayout.parse(layout_spec, 3), size, sharded)
+    fps = random_fingerprints(ops, seed).tolist()
+    index.query_and_add(fps[0], "https://www.example.com/x")  # connect, load the script
+    start.wait()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    for fp in fps:
+        index.query_and_add(fp, "https://www.example.com/x")
+    out.put((time.perf_counter() - t0, time.process_time() - cpu0))
+    client.close()
 
 
-def rate(kind: str, url: str, layout_spec: str, ops: int, procs: int, seed: int) -> float:
-    """Calls per second summed over ``procs`` concurrent processes."""
+def _masters(url: str, cluster: bool) -> list:
+    client = _client(url, cluster)
+    if not cluster:
+        return [client]
+    return [client.get_redis_connection(node) for node in client.get_primaries()]
+
+
+def reset_server_stats(url: str, cluster: bool) -> None:
+    for client in _masters(url, cluster):
+        client.config_resetstat()
+
+
+def server_usec(url: str, cluster: bool) -> float:
+    """Redis's own CPU time in commands since the last reset, over every master."""
+    return float(sum(
+        stats.get("usec", 0)
+        for client in _masters(url, cluster)
+        for stats in client.info("commandstats").values()
+    ))
+
+
+def rate(url, cluster, sharded, prefixes, layout, size, ops, seed) -> tuple[float, float]:
+    """Calls a second summed over one process per entry of ``prefixes``, and the
+    client's CPU seconds a call."""
     ctx = multiprocessing.get_context("fork")
-    start = ctx.Barrier(procs)
+    start = ctx.Barrier(len(prefixes))
     out = ctx.Queue()
     workers = [
-        ctx.Process(target=_worker, args=(kind, url, layout_spec, ops, seed + i, start, out))
-        for i in range(procs)
+        ctx.Process(
+            target=_worker,
+            args=(url, cluster, sharded, prefix, layout.spec, size, ops, seed + i, start, out),
+        )
+        for i, prefix in enumerate(prefixes)
     ]
     for w in workers:
         w.start()
-    seconds = [out.get(timeout=600) for _ in workers]
+    results = [out.get(timeout=600) for _ in workers]
     for w in workers:
         w.join()
-    return procs * ops / max(seconds)
+    wall = max(seconds for seconds, _ in results)
+    cpu = sum(cpu for _, cpu in results) / (len(prefixes) * ops)
+    return len(prefixes) * ops / wall, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", type=int, default=1_000_000, help="fingerprints in the index")
-    parser.add_argument("--ops", type=int, default=5000, help="calls per process and repeat")
+    parser.add_argument("--size", type=int, default=1_000_000, help="pages for the memory figures")
+    parser.add_argument("--rate-size", type=int, default=100_000, help="pages in each index timed")
+    parser.add_argument("--ops", type=int, default=3000, help="calls per process and repeat")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if REDIS_SERVER is None:
+    if REDIS_SERVER is None or REDIS_CLI is None:
         sys.exit("redis-server is not installed (make redis-server installs Debian's package)")
     redis = import_redis()
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
-        server = RedisServer(Path(tmp))
+        server = RedisServer(Path(tmp) / "single")
+        server.directory.mkdir()
+        cluster = RedisClusterServers(Path(tmp) / "cluster", masters=3, replicas=1)
         server.start()
         try:
+            cluster.start()
             client = redis.Redis.from_url(server.url)
             version = client.info("server")["redis_version"]
             layout = TableLayout.plan(3, args.size)
             print(f"redis-server {version}, redis-py {redis.__version__}, k=3, "
-                  f"layout {layout.spec} ({len(layout.tables)} tables), "
-                  f"{args.size:,} fingerprints")
-            print(f"in-process arrays (TableLayout.memory_bytes): "
-                  f"{layout.memory_bytes(args.size) / args.size:.0f} B per fingerprint, no URLs")
+                  f"layout {layout.spec} ({len(layout.tables)} tables)")
             print()
-            print("Redis memory per stored fingerprint (INFO memory used_memory delta)")
-            print(f"{'bucket bits':>11} {'avg bucket':>10} {'tables B/fp':>12} {'URLs B/fp':>10} "
-                  f"{'server us/call':>15} {'calls/s':>8}")
-            chosen = None
-            default_bits = RedisSimhashIndex(
-                client, "x", layout, expected_size=args.size
-            ).bucket_bits
-            for bits in sorted({default_bits - 2, default_bits - 1, default_bits}):
-                index, table_bytes, url_bytes = load_index(client, args.size, layout, bits)
-                per_bucket = args.size / 2 ** min(index.bucket_bits, min(layout.p_values))
-                client.config_resetstat()
-                one = statistics.median(
-                    rate("simhash", server.url, layout.spec, args.ops, 1, seed=100 + r)
-                    for r in range(args.repeats)
-                )
-                usec = server_usec(client, "evalsha")
-                mark = " (default)" if bits == default_bits else ""
-                print(f"{index.bucket_bits:>11} {per_bucket:>10.1f} {table_bytes:>12.1f} "
-                      f"{url_bytes:>10.1f} {usec:>15.1f} {one:>8,.0f}{mark}")
-                if bits == default_bits:
-                    chosen = (table_bytes, url_bytes)
-            sadd_bytes = sadd_memory(client, args.size)
-            print(f"scrapy-redis dupefilter, SADD of 40-hex SHA1: {sadd_bytes:.1f} B per member")
-            print()
-            # leave the default-width 1M index in place for the round-trip figures
-            load_index(client, args.size, layout, None)
-            print(f"Round trips per second against the {args.size:,} index "
-                  f"(median of {args.repeats} x {args.ops:,} calls per process)")
-            print(f"{'call':<44} {'1 process':>10} {'2 processes':>12} {'server us/call':>15}")
-            rows = [
-                ("simhash probe+insert (EVALSHA, Lua)", "simhash"),
-                ("scrapy-redis request_seen (SADD 40-hex)", "sadd"),
-                ("PING (round-trip floor)", "ping"),
-            ]
-            rates = {}
-            commands = {"simhash": "evalsha", "sadd": "sadd", "ping": "ping"}
-            for label, kind in rows:
-                client.config_resetstat()
-                r1, r2 = (
-                    statistics.median(
-                        rate(kind, server.url, layout.spec, args.ops, procs, 100 * procs + 2 * i)
-                        for i in range(args.repeats)
-                    )
-                    for procs in (1, 2)
-                )
-                rates[kind] = (r1, r2)
-                usec = server_usec(client, commands[kind])
-                print(f"{label:<44} {r1:>10,.0f} {r2:>12,.0f} {usec:>15.1f}")
-            s1, sadd1 = rates["simhash"][0], rates["sadd"][0]
-            print()
-            print(f"per page, one process: simhash {1e6 / s1:.0f} us, SADD {1e6 / sadd1:.0f} us "
-                  f"({s1 / sadd1:.2f}x the SADD rate)")
-            if chosen:
-                print(f"per fingerprint at {args.size:,}: {chosen[0]:.0f} B tables + "
-                      f"{chosen[1]:.0f} B URL = {sum(chosen):.0f} B; SADD {sadd_bytes:.0f} B")
+            print(f"Redis memory per page at {args.size:,} pages (INFO used_memory delta)")
+            print(f"{'SIMHASH_REDIS_URLS':<20} {'tables B':>9} {'URLs B':>8} {'total B':>8}")
+            for url_format in ("full", "hash"):
+                tables, urls = memory_per_page(client, args.size, layout, url_format)
+                print(f"{url_format:<20} {tables:>9.1f} {urls:>8.1f} {tables + urls:>8.1f}")
+            print(f"(URLs of ~{len(URL.format(0))} characters; scrapy-redis dupefilter, "
+                  f"SADD of 40-hex SHA1: {sadd_memory(client, args.size):.1f} B per member)")
+            client.flushall()
             client.close()
+            print()
+
+            rate_layout = TableLayout.plan(3, args.rate_size)
+            print(f"Probe-and-insert calls a second, summed over the processes (median of "
+                  f"{args.repeats} x {args.ops:,} calls a process; indexes of "
+                  f"{args.rate_size:,} pages, layout {rate_layout.spec})")
+            print(f"{'target':<36} {'1 process':>10} {'2 processes':>12} {'4 processes':>12} "
+                  f"{'server us/page':>15} {'client CPU us':>15}")
+            rows = [
+                ("one node, one crawl", server.url, False, False, lambda n: ["bench"] * n),
+                ("cluster, one crawl (one master)", cluster.url, True, False,
+                 lambda n: ["{bench}"] * n),
+                ("cluster, one crawl per process", cluster.url, True, False,
+                 lambda n: [f"{{crawl{i}}}" for i in range(n)]),
+                ("cluster, one crawl, tables sharded", cluster.url, True, True,
+                 lambda n: ["{sharded}"] * n),
+            ]  # fmt: skip
+            for label, url, is_cluster, sharded, names in rows:
+                figures = []
+                for procs in (1, 2, 4):
+                    prefixes = [f"{name}:simhash" for name in names(procs)]
+                    unique = sorted(set(prefixes))
+                    samples, cpus, servers = [], [], []
+                    for r in range(args.repeats):
+                        preload(url, is_cluster, unique, rate_layout, args.rate_size, sharded)
+                        reset_server_stats(url, is_cluster)
+                        calls, cpu = rate(url, is_cluster, sharded, prefixes, rate_layout,
+                                          args.rate_size, args.ops, seed=1000 * procs + 10 * r)
+                        samples.append(calls)
+                        cpus.append(cpu)
+                        servers.append(server_usec(url, is_cluster) / (procs * (args.ops + 1)))
+                    figures.append(statistics.median(samples))
+                    if procs == 1:
+                        usec = statistics.median(servers)
+                        client_usec = 1e6 * statistics.median(cpus)
+                print(f"{label:<36} {figures[0]:>10,.0f} {figures[1]:>12,.0f} "
+                      f"{figures[2]:>12,.0f} {usec:>15.1f} {client_usec:>15.1f}")
+            probe = _client(cluster.url, True)
+            masters = {probe.get_node_from_key(f"{{crawl{i}}}:simhash:meta").port
+                       for i in range(4)}
+            sharded_index = ShardedRedisSimhashIndex(probe, "{sharded}:simhash", rate_layout)
+            table_masters = {probe.get_node_from_key(key).port
+                             for key in sharded_index.table_keys}
+            print(f"(the 4 per-process crawls sit on {len(masters)} of the 3 masters; the "
+                  f"sharded crawl's {len(sharded_index.table_keys)} tables on "
+                  f"{len(table_masters)})")
+            probe.close()
         finally:
+            cluster.stop()
             server.stop()
 
 

@@ -6,6 +6,7 @@ Usage (from anywhere)::
     python example_project/run_demo.py --all-drops  # list every drop, not a sample per kind
     python example_project/run_demo.py --distances  # fingerprint distances only, no crawl
     python example_project/run_demo.py --compare    # also crawl with the plugin off
+    python example_project/run_demo.py --no-rules-table  # skip the crawl without URL rules
     python example_project/run_demo.py -- -s SIMHASH_MAX_DISTANCE=4   # extra scrapy arguments
 
 The summary gives the pages crawled, kept and dropped, the requests saved
@@ -16,11 +17,17 @@ share one template). The checks compare the crawl with what the site knows of
 its pages, whatever order they came in: each group of copies (an article, its
 printer version and partner copy; the session-id views of a listing page) kept
 exactly once, every other page kept, no drop naming a page of another group.
+
+The crawl learns URL rules from the drops it confirms (``SIMHASH_RULES``, on by
+default) and skips, before download, the requests a rule maps to a page already
+kept. The site is then crawled again with ``SIMHASH_RULES=off``, and one table
+shows the pages fetched with and without rules, followed by the rules learned.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
 import os
@@ -63,8 +70,10 @@ class CrawlResult:
     served: list  # demo.site.Served, in serving order
     items: list[dict]
     drops: list[dict]
+    skips: list[dict]
     stats: dict
     log_path: Path
+    rules_path: Path | None = None
     fetched: list[str] = field(init=False)
     dropped: dict[str, dict] = field(init=False)
     kept: list[str] = field(init=False)
@@ -73,7 +82,8 @@ class CrawlResult:
         self.fetched = [s.url for s in self.served if classify(s.url).kind != "robots"]
         self.dropped = {d["url"]: d for d in self.drops}
         # One view of a URL per drop (the start URL can be fetched twice: it bypasses the
-        # dupefilter, so a later link to it is fetched again and dropped as its own copy).
+        # dupefilter, so a later link to it is fetched again, and kept: a page is never
+        # dropped as a copy of its own URL).
         self.kept = list((Counter(self.fetched) - Counter(d["url"] for d in self.drops)).elements())
 
     def path(self, url: str) -> str:
@@ -96,10 +106,12 @@ def run_crawl(
     site: DemoSite, outdir: Path, extra_args: Sequence[str] = (), *, timeout: float = 300
 ) -> CrawlResult:
     """Run ``scrapy crawl demo`` in a subprocess against *site* and gather its outputs."""
-    items, drops, stats, log = (
+    items, drops, stats, log, rules = (
         outdir / "items.jsonl", outdir / "drops.jsonl", outdir / "stats.json", outdir / "crawl.log",
+        outdir / "simhash.rules",
     )
-    for f in (items, drops, stats, log):
+    outdir.mkdir(parents=True, exist_ok=True)
+    for f in (items, drops, stats, log, rules):
         f.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "scrapy", "crawl", "demo",
@@ -108,20 +120,26 @@ def run_crawl(
         "-s", f"SIMHASH_LOG_FILE={drops}",
         "-s", f"DEMO_STATS_FILE={stats}",
         "-s", f"LOG_FILE={log}",
+        "-s", f"SIMHASH_RULES_PATH={rules}",
         *extra_args,
     ]
     env = dict(os.environ)
-    repo = str(HERE.parent)  # so that an uninstalled checkout still finds scrapy_simhash
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
+    if importlib.util.find_spec("scrapy_simhash") is None:
+        # An uninstalled checkout: let the crawl find the package in it. An installed
+        # package (make demo's .venv-demo) is used as installed, compiled walk included.
+        repo = str(HERE.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
     proc = subprocess.run(cmd, cwd=HERE, env=env, timeout=timeout, check=False)
     return CrawlResult(
         base_url=site.base_url,
         returncode=proc.returncode,
         served=list(site.served),
         items=_read_jsonl(items),
-        drops=_read_jsonl(drops),
+        drops=[r for r in _read_jsonl(drops) if r.get("event", "drop") == "drop"],
+        skips=[r for r in _read_jsonl(drops) if r.get("event") == "skip"],
         stats=json.loads(stats.read_text()) if stats.exists() else {},
         log_path=log,
+        rules_path=rules,
     )
 
 
@@ -167,8 +185,8 @@ def check(result: CrawlResult) -> list[tuple[bool, str]]:
     checks.append((result.returncode == 0, f"scrapy crawl exited with status {result.returncode}"))
 
     views = Counter(classify(u).group for u in result.fetched)
-    kept = Counter(classify(u).group for u in result.kept)
     kept_urls = set(result.kept)
+    kept = Counter(classify(u).group for u in kept_urls)  # kept at one URL
     foreign = [
         d for d in result.drops
         if classify(d["url"]).group != classify(d["duplicate_of"]).group
@@ -240,9 +258,11 @@ def _rows(rows: Sequence[tuple[str, ...]], out) -> None:
 
 
 def summarize(
-    result: CrawlResult, k: int, *, all_drops: bool = False, seed: int | None = 0, out=sys.stdout
+    result: CrawlResult, k: int, *, all_drops: bool = False, seed: int | None = 0, out=sys.stdout,
+    off: CrawlResult | None = None,
 ) -> bool:
-    """Print the crawl summary, the drops and the checks; True if every check passed."""
+    """Print the crawl summary, the drops, the table with and without URL rules (given the
+    crawl with ``SIMHASH_RULES=off``) and the checks; True if every check passed."""
     p = result.path
     drops_by_kind = Counter(classify(d["url"]).kind for d in result.drops)
     saved = result.saved_requests()
@@ -293,8 +313,9 @@ def summarize(
         d, x, y = closest[0]
         print(f"Closest distinct pages of the site: {x} and {y} at distance {d}.", file=out)
 
+    rule_checks = rules_table(result, off, out) if off is not None else []
     print("\nChecks:", file=out)
-    results = check(result)
+    results = check(result) + rule_checks
     if closest:
         results.append((closest[0][0] > k, f"distinct pages more than k={k} apart"
                         f" (closest {closest[0][0]})"))
@@ -319,6 +340,56 @@ def compare(result: CrawlResult, outdir: Path, seed: int | None, extra: Sequence
             ("finish reason", result.stats.get("finish_reason"), off.stats.get("finish_reason"))]
     for name, a, b in rows:
         print(f"  {name:<28}{a!s:>22}{b!s:>22}")
+
+
+def learned_rules(result: CrawlResult) -> list[dict]:
+    """The rules the crawl learned (active and retired first), replayed from its rules file."""
+    from scrapy_simhash.rules import RuleBook, read_rules, replay
+
+    if result.rules_path is None or not result.rules_path.exists():
+        return []
+    book = RuleBook()
+    replay(book, read_rules(result.rules_path))
+    return [r for r in book.summary() if r["state"] != "candidate" or r["support"] > 1]
+
+
+def rules_table(result: CrawlResult, off: CrawlResult, out=sys.stdout) -> list[tuple[bool, str]]:
+    """Print the pages fetched with and without URL rules and the rules learned; return checks."""
+    def distinct(r: CrawlResult) -> set[str]:
+        return {classify(u).group for u in r.kept}
+
+    rows = [("", "with URL rules", "without (SIMHASH_RULES=off)"),
+            ("pages fetched", len(result.fetched), len(off.fetched)),
+            ("distinct pages kept", len(distinct(result)), len(distinct(off))),
+            ("near-duplicates fetched and dropped", len(result.drops), len(off.drops)),
+            ("requests skipped before download", len(result.skips), len(off.skips)),
+            ("items scraped", len(result.items), len(off.items))]
+    print("\nPages fetched with and without URL rules:", file=out)
+    for name, a, b in rows:
+        print(f"  {name:<38}{a!s:>16}{b!s:>30}", file=out)
+    saved = len(off.fetched) - len(result.fetched)
+    if off.fetched:
+        print(f"  URL rules saved {saved} of {len(off.fetched)} fetches "
+              f"({100 * saved / len(off.fetched):.0f}%).", file=out)
+    rules = learned_rules(result)
+    if rules:
+        print("\nURL rules learned (support: distinct pairs of URLs seen to show one page;"
+              " pages: distinct pages among them):", file=out)
+        table = [("state", "support", "pages", "counterexamples", "skips", "rule")]
+        table += [(r["state"], str(r["support"]), str(r["pages"]), str(r["counterexamples"]),
+                   str(r["skips"]), r["rule"].replace(result.base_url, "")) for r in rules]
+        _rows(table, out)
+    wrong = [s for s in result.skips
+             if classify(s["url"]).group != classify(s["duplicate_of"]).group
+             or s["duplicate_of"] not in set(result.kept)]
+    return [
+        (not wrong and bool(result.skips),
+         f"every skip names a kept copy of the same page ({len(result.skips) - len(wrong)} of "
+         f"{len(result.skips)})"),
+        (distinct(result) == distinct(off) and len(result.fetched) < len(off.fetched),
+         f"with URL rules the same {len(distinct(result))} distinct pages kept from "
+         f"{len(result.fetched)} fetches instead of {len(off.fetched)}"),
+    ]
 
 
 def distance_report(seed: int | None = 0, k: int = 3, out=sys.stdout) -> None:
@@ -361,6 +432,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--all-drops", action="store_true", help="list every drop, not a sample")
     parser.add_argument("--compare", action="store_true",
                         help="also crawl with the plugin off (SIMHASH_ENABLED=False) and compare")
+    parser.add_argument("--no-rules-table", action="store_true",
+                        help="skip the second crawl with SIMHASH_RULES=off (and its table)")
     parser.add_argument("scrapy_args", nargs="*", help="extra arguments for scrapy crawl (after --)")
     args = parser.parse_args(argv)
     k = max_distance(args.scrapy_args)
@@ -378,7 +451,14 @@ def main(argv: Iterable[str] | None = None) -> int:
             print("\nLast lines of the crawl log:", file=sys.stderr)
             lines = result.log_path.read_text().splitlines() if result.log_path.exists() else []
             print("\n".join(lines[-30:]), file=sys.stderr)
-        passed = summarize(result, k, all_drops=args.all_drops, seed=args.seed)
+        off = None
+        if not args.no_rules_table and result.returncode == 0:
+            with serve(seed=args.seed) as site:
+                print("Crawling a fresh copy of the site again with SIMHASH_RULES=off...",
+                      flush=True)
+                off = run_crawl(site, outdir / "rules-off",
+                                [*args.scrapy_args, "-s", "SIMHASH_RULES=off"])
+        passed = summarize(result, k, all_drops=args.all_drops, seed=args.seed, off=off)
         if args.compare:
             compare(result, outdir / "without", args.seed, args.scrapy_args)
         if args.output:

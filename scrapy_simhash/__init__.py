@@ -33,6 +33,8 @@ _EXPORTS = {
     "SimhashMiddleware": "scrapy_simhash.middleware",
     "NearDuplicate": "scrapy_simhash.middleware",
     "Addon": "scrapy_simhash.addon",
+    "UrlRulesMiddleware": "scrapy_simhash.downloadermiddleware",
+    "SkippedByRule": "scrapy_simhash.downloadermiddleware",
 }
 
 __all__ = [

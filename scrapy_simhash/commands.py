@@ -20,16 +20,17 @@ class SimhashCommand(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "<fingerprint|find-all|clusters|query|plan|report> [options] [args]"
+        return "<subcommand> [options] [args]"
 
     def short_desc(self) -> str:
-        return "Fingerprint pages, find near-duplicates, plan tables, report on a crawl"
+        return "Fingerprint pages, find and explain near-duplicates, report on a crawl"
 
     def long_desc(self) -> str:
         return (
             "Near-duplicate tools of scrapy-simhash, the same as the scrapy-simhash "
-            "console script. Run 'scrapy simhash SUBCOMMAND --help' for the options "
-            "and an example of each subcommand."
+            "console script: fingerprint, find-all, clusters, query, plan, explain, "
+            "report, salvage, redis-info, redis-clear. Run 'scrapy simhash SUBCOMMAND "
+            "--help' for the formats, options and an example of each."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:

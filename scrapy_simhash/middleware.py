@@ -6,11 +6,39 @@ fingerprinted; the add-on uses order 100. For a near-duplicate,
 :class:`NearDuplicate`: the callback never runs, so the page's outlinks never
 reach the scheduler. Like ``HttpError``, the exception is swallowed by this
 middleware's own ``process_spider_exception``; a request errback, when there is
-one, receives it instead.
+one, receives it instead. A page is never dropped as a copy of its own URL
+(fetched again after a crash, say): it is kept and counted.
+
+The settings are validated and the index is opened when the middleware is
+built, so a bad value, an unreadable state file or an unreachable index stops
+the crawl before it starts: one ERROR line, and ``scrapy crawl`` exits 1.
+
+``SIMHASH_LOG_FILE`` is a JSON lines file, appended to by every run; each line
+is an object with an ``"event"``:
+
+- ``"open"``, the first line of a run: ``time`` (ISO 8601, UTC), ``spider``,
+  ``version`` (of scrapy-simhash), ``fingerprint_version``, ``index_size``
+  (pages already in the index) and ``settings`` (the effective settings);
+- ``"drop"``, one per near-duplicate (in every action): ``time``, ``spider``,
+  ``url``, ``duplicate_of``, ``distance``, ``fingerprint`` and
+  ``duplicate_fingerprint`` (16 hex digits), ``action`` and ``spot_signatures``
+  (distinct spot signatures of the page's main text);
+- ``"skip"``, one per request the URL rules skipped before download
+  (:mod:`scrapy_simhash.downloadermiddleware`): ``time``, ``spider``, ``url``,
+  ``duplicate_of``, ``rule``;
+- ``"close"``, the last line of a run that closed: ``time``, ``spider``,
+  ``reason`` (Scrapy's finish reason), ``responses`` (fingerprinted),
+  ``duplicates``, ``self_matches``, ``index_size`` and ``unpersisted`` (pages
+  indexed but not written to the state file).
+
+A run without a ``"close"`` line was killed (or failed to start after the
+middleware was built). Lines written by earlier versions have no
+``"event"`` key: they are drops.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -20,17 +48,28 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-import scrapy
-from packaging.version import Version
 from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_from_coro
+from w3lib.url import canonicalize_url
 
+from scrapy_simhash import __version__
 from scrapy_simhash import signals as simhash_signals
-from scrapy_simhash.backends import Backend, BackendError, Duplicate, load_backend
-from scrapy_simhash.fingerprinting import Signature, plain_elements
-from scrapy_simhash.fingerprinting.signature import signature
+from scrapy_simhash.backends import (
+    Backend,
+    BackendError,
+    Duplicate,
+    PersistenceError,
+    load_backend,
+)
+from scrapy_simhash.fingerprinting import (
+    FINGERPRINT_VERSION,
+    FingerprintResult,
+    Signature,
+    plain_elements,
+)
+from scrapy_simhash.fingerprinting.signature import signature_details
 from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
@@ -41,13 +80,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 drop_logger = logging.getLogger("scrapy_simhash.dropped")
 
-# Scrapy honours CloseSpider raised from a spider_opened handler since 2.18.
-_CLOSE_FROM_OPENED = Version(scrapy.__version__) >= Version("2.18")
-
 _VERBS = {
-    "drop": "Dropped near-duplicate",
-    "drop_outlinks": "Dropped the outlinks of near-duplicate",
-    "log": "Found near-duplicate",
+    "drop": "Dropped",
+    "drop_outlinks": "Dropped the outlinks of",
+    "log": "Found",
 }
 
 
@@ -73,12 +109,43 @@ class NearDuplicate(IgnoreRequest):
         )
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+def _same_page(url: str, other: str) -> bool:
+    """Whether two URLs name the same page (canonical forms equal)."""
+    return url == other or canonicalize_url(url) == canonicalize_url(other)
+
+
 def _close_spider(crawler: Crawler, reason: str) -> None:
     engine = crawler.engine
     if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
         deferred_from_coro(engine.close_spider_async(reason=reason))
     else:
         engine.close_spider(crawler.spider, reason)
+
+
+def _start_failed(error: Exception) -> None:
+    """Report an error that stops the crawl before it starts, in one line.
+
+    The error is raised on from the middleware's constructor, so the crawl
+    fails and ``scrapy crawl`` exits 1. Under asyncio, the crawl task's
+    exception is marked as seen: asyncio would otherwise log it again with
+    its whole traceback ("Task exception was never retrieved").
+    """
+    logger.error("The crawl cannot start: %(error)s", {"error": error})
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop: Twisted's own reporting applies
+        return
+    if task is not None:
+        task.add_done_callback(_retrieve_exception)
+
+
+def _retrieve_exception(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()  # marks it as retrieved; it was logged in one line
 
 
 class SimhashMiddleware:
@@ -92,46 +159,76 @@ class SimhashMiddleware:
         self.action = config.action
         self.min_features = config.min_features
         self.log_level = config.log_level
+        self._log_every_drop = config.debug or config.log_level <= logging.DEBUG
+        self._drops_logged = 0
         self._flagged: weakref.WeakSet[Response] = weakref.WeakSet()
         self._seconds = 0.0
         self._audit: Any = None
-        self._open_error: str | None = None
+        self._initial_size = 0
         self._closing = False
         self._warned: set[str] = set()
+        self._unpersisted = 0
+        self._persist_error: str | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
-        config = SimhashSettings.from_settings(crawler.settings)
+        """Validate the settings and open the index, or stop the crawl before it starts."""
+        try:
+            config = SimhashSettings.from_settings(crawler.settings)
+        except ValueError as exc:
+            _start_failed(exc)
+            raise
         if not config.enabled:
             raise NotConfigured
-        backend = load_backend(config.backend).from_config(config)
-        mw = cls(crawler, config, backend)
+        try:
+            backend = load_backend(config.backend).from_config(config)
+            mw = cls(crawler, config, backend)
+            mw._open(_spider_name(crawler))
+        except (BackendError, OSError) as exc:
+            _start_failed(exc)
+            raise
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         return mw
 
     # -- lifecycle ---------------------------------------------------------
 
-    def spider_opened(self, spider: Spider) -> None:
+    def _open(self, spider_name: str) -> None:
+        """Open the audit file and the index (before the crawl starts)."""
+        config = self.config
+        if config.log_file:
+            try:
+                self._audit = self._open_audit(config.log_file)
+            except OSError as exc:
+                raise OSError(
+                    f"Cannot open SIMHASH_LOG_FILE {config.log_file}: {exc.strerror or exc}"
+                ) from exc
         try:
-            if self.config.log_file:
-                self._audit = self._open_audit(self.config.log_file)
-            size = self.backend.open(spider.name)
-        except (BackendError, OSError) as exc:
-            self._open_error = str(exc)
-            logger.error(
-                "Cannot open the simhash index (SIMHASH_BACKEND=%(backend)s): %(error)s; "
-                "closing the spider",
-                {"backend": self.config.backend, "error": exc},
-                extra={"spider": spider},
-            )
-            if _CLOSE_FROM_OPENED:
-                raise CloseSpider("simhash_backend_error") from exc
-            return  # older Scrapy: closed on the first response, see process_spider_input
-        self.stats.set_value("simhash/initial_index_size", size)
+            self._initial_size = self.backend.open(spider_name)
+        except BackendError:
+            if self._audit is not None:
+                self._audit.close()
+                self._audit = None
+            raise
+        self._write_event(
+            "open",
+            spider_name,
+            version=__version__,
+            fingerprint_version=FINGERPRINT_VERSION,
+            index_size=self._initial_size,
+            settings=config.summary(),
+        )
+
+    def spider_opened(self, spider: Spider) -> None:
+        self.stats.set_value("simhash/initial_index_size", self._initial_size)
+        summary = self.config.summary()
         logger.info(
-            "Simhash index opened: %(size)d pages, k=%(k)d, action=%(action)s",
-            {"size": size, "k": self.config.max_distance, "action": self.action},
+            "scrapy-simhash %(version)s: %(pages)s in the index; %(settings)s",
+            {
+                "version": __version__,
+                "pages": _plural(self._initial_size, "page"),
+                "settings": ", ".join(f"{k}={v}" for k, v in summary.items()),
+            },
             extra={"spider": spider},
         )
 
@@ -142,12 +239,25 @@ class SimhashMiddleware:
             os.makedirs(directory, exist_ok=True)
         return open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
 
-    def spider_closed(self, spider: Spider) -> None:
-        if self._audit is not None:
-            self._audit.close()
-            self._audit = None
-        if self._open_error is not None:
+    def _write_event(self, event: str, spider_name: str | None, **fields: Any) -> None:
+        if self._audit is None:
             return
+        line = {
+            "event": event,
+            "time": datetime.now(timezone.utc).isoformat(),
+            "spider": spider_name,
+            **fields,
+        }
+        try:
+            self._audit.write(json.dumps(line) + "\n")
+        except OSError as exc:
+            self._warn_once(
+                "audit",
+                "Cannot write to SIMHASH_LOG_FILE %(path)s: %(error)s",
+                {"path": self.config.log_file, "error": exc},
+            )
+
+    def spider_closed(self, spider: Spider, reason: str = "finished") -> None:
         try:
             self.backend.close()
         except BackendError as exc:
@@ -158,20 +268,49 @@ class SimhashMiddleware:
             )
         stats = self.stats
         size = len(self.backend)
+        responses = stats.get_value("simhash/response_count", 0)
+        duplicates = stats.get_value("simhash/duplicate_count", 0)
         stats.set_value("simhash/index_size", size)
         stats.set_value("simhash/cpu_seconds", round(self._seconds, 6))
+        for name, value in getattr(self.backend, "stats", dict)().items():
+            stats.set_value(f"simhash/redis/{name}", value)
+        self._check_unchecked_share(spider)
+        self._write_event(
+            "close",
+            spider.name,
+            reason=reason,
+            responses=responses,
+            duplicates=duplicates,
+            self_matches=stats.get_value("simhash/self_match_count", 0),
+            index_size=size,
+            unpersisted=self._unpersisted,
+        )
+        if self._audit is not None:
+            self._audit.close()
+            self._audit = None
         logger.info(
-            "Simhash: %(responses)d responses fingerprinted, %(duplicates)d near-duplicates "
-            "(action %(action)s), %(size)d pages indexed, %(seconds).3f s spent",
+            "Simhash: %(responses)s fingerprinted, %(duplicates)s (action %(action)s), "
+            "%(size)s in the index, %(seconds).3f s of CPU",
             {
-                "responses": stats.get_value("simhash/response_count", 0),
-                "duplicates": stats.get_value("simhash/duplicate_count", 0),
+                "responses": _plural(responses, "response"),
+                "duplicates": _plural(duplicates, "near-duplicate"),
                 "action": self.action,
-                "size": size,
+                "size": _plural(size, "page"),
                 "seconds": self._seconds,
             },
             extra={"spider": spider},
         )
+        if self._unpersisted:
+            logger.error(
+                "The simhash state file %(path)s misses %(pages)s indexed in this crawl "
+                "(%(error)s): they were checked, but a resumed crawl will not know them",
+                {
+                    "path": self.config.persist_path,
+                    "pages": _plural(self._unpersisted, "page"),
+                    "error": self._persist_error,
+                },
+                extra={"spider": spider},
+            )
 
     # -- spider middleware hooks --------------------------------------------
 
@@ -183,18 +322,19 @@ class SimhashMiddleware:
         if request is not None and not request.meta.get("simhash_enabled", True):
             self.stats.inc_value("simhash/skipped_count/disabled_meta")
             return
-        if self._open_error is not None:
-            self._stop_after_open_error()
-            return
         start = time.thread_time()
         try:
-            sig = self.signature_response(response)
+            sig, result = self.signature_response(response)
+            fp = result.fingerprint
             if sig is None:
                 self.stats.inc_value("simhash/skipped_count/too_few_features")
                 return
-            fp = sig.fingerprint
             try:
                 duplicate = self.backend.query_and_add(sig, response.url)
+            except PersistenceError as exc:
+                # checked against the index and added to it; only the state file lacks it
+                self._persistence_error(exc)
+                duplicate = None
             except BackendError as exc:
                 self._backend_error(exc)
                 return
@@ -202,12 +342,26 @@ class SimhashMiddleware:
             self._seconds += time.thread_time() - start
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
+            self.crawler.signals.send_catch_log(
+                simhash_signals.simhash_kept, response=response, fingerprint=fp,
+                spider=self.crawler.spider,
+            )
+            return
+        if _same_page(response.url, duplicate.url):
+            # This URL was indexed before but is fetched again (its earlier
+            # response may never have reached the spider, e.g. before a crash).
+            self.stats.inc_value("simhash/self_match_count")
+            logger.debug(
+                "Kept %(response)s: its own URL is in the simhash index (fetched again)",
+                {"response": response},
+                extra={"spider": self.crawler.spider},
+            )
             return
         if request is not None and request.dont_filter:
             # never dropped; indexed like any other page when it is new
             self.stats.inc_value("simhash/kept_dont_filter_count")
             return
-        self._report(response, fp, duplicate)
+        self._report(response, result, duplicate)
         if self.action == "drop":
             raise NearDuplicate(
                 response,
@@ -219,15 +373,17 @@ class SimhashMiddleware:
         if self.action == "drop_outlinks":
             self._flagged.add(response)
 
-    def signature_response(self, response: HtmlResponse) -> Signature | None:
-        """The page's signature (fingerprint and sketch) from the spider's own
-        tree (read-only), or ``None`` when it has too few features; override to
-        sign differently."""
+    def signature_response(
+        self, response: HtmlResponse
+    ) -> tuple[Signature | None, FingerprintResult]:
+        """The page's signature (None when it gets no fingerprint) and the
+        fingerprint's details, from the spider's own tree (read-only); override
+        to sign differently."""
         root = response.selector.root
         # parsel parses each response with a parser of its own: read it with
         # plain lxml elements (none is kept), the spider then gets lxml.html's.
         with plain_elements(root):
-            return signature(root, min_features=self.min_features)
+            return signature_details(root, min_features=self.min_features)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Spider | None = None
@@ -251,11 +407,12 @@ class SimhashMiddleware:
 
     # -- reporting ------------------------------------------------------------
 
-    def _report(self, response: Response, fp: int, duplicate: Duplicate) -> None:
+    def _report(self, response: Response, result: FingerprintResult, duplicate: Duplicate) -> None:
         stats = self.stats
         stats.inc_value("simhash/duplicate_count")
         stats.inc_value(f"simhash/duplicate_distance_count/{duplicate.distance}")
         spider = self.crawler.spider
+        fp = result.fingerprint
         record = {
             "url": response.url,
             "duplicate_of": duplicate.url,
@@ -263,26 +420,42 @@ class SimhashMiddleware:
             "fingerprint": f"{fp:016x}",
             "duplicate_fingerprint": f"{duplicate.fingerprint:016x}",
             "action": self.action,
+            "spot_signatures": result.feature_count,
         }
-        if drop_logger.isEnabledFor(self.log_level):
+        # Like DUPEFILTER_DEBUG: the first drop at SIMHASH_LOG_LEVEL with a
+        # hint, the others at DEBUG unless SIMHASH_DEBUG.
+        level = self.log_level
+        hint = ""
+        if not self._log_every_drop:
+            if self._drops_logged:
+                level = logging.DEBUG
+            else:
+                hint = (
+                    f"; later drops are logged at DEBUG (set SIMHASH_DEBUG = True to log "
+                    f"every drop at {logging.getLevelName(self.log_level)})"
+                )
+        self._drops_logged += 1
+        if drop_logger.isEnabledFor(level):
             drop_logger.log(
-                self.log_level,
-                "%(verb)s %(response)s (distance %(distance)d to <%(duplicate_of)s>)",
+                level,
+                "%(verb)s %(response)s: a near-duplicate of <%(duplicate_of)s> "
+                "(distance %(distance)d%(features)s)%(hint)s",
                 {
                     "verb": _VERBS[self.action],
                     "response": response,
                     "distance": duplicate.distance,
                     "duplicate_of": duplicate.url,
+                    "features": (
+                        ", " + _plural(result.feature_count, "spot signature")
+                        if result.feature_count
+                        else ""  # unknown: fingerprint_response returned an int
+                    ),
+                    "hint": hint,
                 },
                 extra={"spider": spider, "simhash": record},
             )
         if self._audit is not None:
-            line = {
-                "time": datetime.now(timezone.utc).isoformat(),
-                "spider": getattr(spider, "name", None),
-                **record,
-            }
-            self._audit.write(json.dumps(line) + "\n")
+            self._write_event("drop", getattr(spider, "name", None), **record)
         self.crawler.signals.send_catch_log(
             simhash_signals.simhash_duplicate,
             response=response,
@@ -291,29 +464,74 @@ class SimhashMiddleware:
             fingerprint=fp,
             duplicate_fingerprint=duplicate.fingerprint,
             action=self.action,
+            spot_signatures=result.feature_count,
             spider=spider,
+        )
+
+    def _warn_once(self, condition: str, message: str, args: dict[str, Any]) -> None:
+        if condition not in self._warned:
+            self._warned.add(condition)
+            logger.warning(message, args, extra={"spider": self.crawler.spider})
+
+    def _persistence_error(self, exc: PersistenceError) -> None:
+        self.stats.inc_value("simhash/persist_error_count")
+        self._unpersisted += 1
+        self._persist_error = str(exc)
+        self._warn_once(
+            "persistence",
+            "Simhash state not saved: %(error)s. Pages are still checked against the "
+            "index in memory; the state file misses them from now on",
+            {"error": exc},
         )
 
     def _backend_error(self, exc: BackendError) -> None:
         self.stats.inc_value("simhash/backend_error_count")
         cause = exc.__cause__ if exc.__cause__ is not None else exc
-        condition = type(cause).__name__
         stop = self.config.redis_on_error == "stop"
-        if condition not in self._warned:
-            self._warned.add(condition)
-            logger.warning(
-                "Simhash index error, %(what)s: %(error)s",
-                {
-                    "what": "closing the spider" if stop else "keeping pages unchecked",
-                    "error": exc,
-                },
-                extra={"spider": self.crawler.spider},
-            )
+        self._warn_once(
+            type(cause).__name__,
+            "Simhash index error, %(what)s: %(error)s",
+            {
+                "what": "closing the spider" if stop else "keeping pages unchecked",
+                "error": exc,
+            },
+        )
         if stop and not self._closing:
             self._closing = True
             _close_spider(self.crawler, "simhash_backend_error")
 
-    def _stop_after_open_error(self) -> None:
-        if not self._closing:
-            self._closing = True
-            _close_spider(self.crawler, "simhash_backend_error")
+    def _check_unchecked_share(self, spider: Spider) -> None:
+        """A crawl that kept more than ``SIMHASH_MAX_UNCHECKED_SHARE`` of its pages
+        unchecked (index errors) or unstored (a full Redis) ends with the finish
+        reason ``simhash_unchecked`` and an ERROR, instead of a plain ``finished``."""
+        stats = self.stats
+        failed = stats.get_value("simhash/backend_error_count", 0)
+        # pages checked but never stored (a full Redis) leave later copies unnoticed
+        unchecked = failed + stats.get_value("simhash/redis/unstored_count", 0)
+        total = failed + stats.get_value("simhash/response_count", 0)
+        if not unchecked or unchecked <= self.config.max_unchecked_share * total:
+            return
+        logger.error(
+            "Simhash: %(unchecked)d of %(total)d pages (%(share).1f%%) were kept without a "
+            "complete near-duplicate check because the index failed or was full "
+            "(SIMHASH_MAX_UNCHECKED_SHARE = %(limit)g)",
+            {
+                "unchecked": unchecked,
+                "total": total,
+                "share": 100 * unchecked / total,
+                "limit": self.config.max_unchecked_share,
+            },
+            extra={"spider": spider},
+        )
+        # CoreStats wrote the finish reason before this handler; a finished crawl
+        # that ran without deduplication says so
+        if self.stats.get_value("finish_reason") == "finished":
+            self.stats.set_value("finish_reason", "simhash_unchecked")
+
+def _spider_name(crawler: Crawler) -> str:
+    spider = getattr(crawler, "spider", None)  # created before the middlewares
+    return (
+        getattr(spider, "name", None)
+        or getattr(crawler.spidercls, "name", None)
+        or crawler.spidercls.__name__
+    )

@@ -1,6 +1,7 @@
-"""Redis test fixtures: a real ``redis-server`` of our own on a free loopback port.
+"""Redis test fixtures: real ``redis-server``s of our own on free loopback ports
+(:mod:`evaluation.redis_servers` starts them).
 
-The server runs in a temporary directory with persistence off and is stopped
+A server runs in a temporary directory with persistence off and is stopped
 after use. Tests that need it are skipped with a clear reason when the
 ``redis-server`` binary is absent (``make test`` installs Debian's package).
 No system service is used or touched.
@@ -8,96 +9,62 @@ No system service is used or touched.
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-__all__ = ["RedisServer", "redis_server", "redis_url", "redis_client", "redis_server_factory"]
+from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisServer, free_port
 
-REDIS_SERVER = shutil.which("redis-server")
+__all__ = [
+    "RedisServer", "redis_client", "redis_cluster", "redis_cluster_to_break", "redis_server",
+    "redis_server_factory", "redis_url", "fill_up", "make_room",
+]
+
 NO_REDIS_REASON = "redis-server is not installed (make test installs Debian's redis-server)"
+_free_port = free_port
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def fill_up(client) -> tuple[int, int]:
+    """Write until Redis refuses (noeviction), then hold it well over its limit: freed
+    allocator pages would otherwise let a write or two through now and then.
+    Returns what :func:`make_room` needs to undo it."""
+    import redis
+
+    filler = 0
+    try:
+        while True:
+            client.set(f"filler:{filler}", b"x" * 4096)
+            filler += 1
+    except redis.exceptions.OutOfMemoryError:
+        pass
+    limit = client.config_get("maxmemory")["maxmemory"]
+    used = client.info("memory")["used_memory"]
+    client.config_set("maxmemory", max(1, used - 256 * 1024))
+    return filler, limit
 
 
-class RedisServer:
-    """One ``redis-server`` process bound to 127.0.0.1; ``stop()``/``start()`` for outages."""
-
-    def __init__(self, directory: Path, port: int | None = None) -> None:
-        self.directory = directory
-        self.port = port or _free_port()
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self, timeout: float = 10.0) -> None:
-        if REDIS_SERVER is None:
-            pytest.skip(NO_REDIS_REASON)
-        args = [
-            REDIS_SERVER,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", str(self.directory),
-            "--save", "",
-            "--appendonly", "no",
-            "--daemonize", "no",
-            "--protected-mode", "yes",
-            "--loglevel", "warning",
-            "--logfile", str(self.directory / "redis.log"),
-        ]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"redis-server on port {self.port} exited: {log}")
-            if self.ping():
-                return
-            time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"redis-server on port {self.port} did not answer in {timeout} s")
-
-    def ping(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+def make_room(client, filled: tuple[int, int]) -> None:
+    """Undo :func:`fill_up`: the old limit back, the filler deleted."""
+    filler, limit = filled
+    client.config_set("maxmemory", limit)
+    client.delete(*(f"filler:{i}" for i in range(filler)))
 
 
 @pytest.fixture
 def redis_server_factory() -> Iterator:
-    """Start extra servers (each stopped at the end of the test), e.g. to stop one mid-crawl."""
+    """Start extra servers (each stopped at the end of the test), e.g. to stop one
+    mid-crawl; arguments are extra ``redis-server`` options."""
     servers: list[RedisServer] = []
+    if REDIS_SERVER is None:
+        pytest.skip(NO_REDIS_REASON)
     with tempfile.TemporaryDirectory(prefix="simhash-redis-") as tmp:
 
-        def make() -> RedisServer:
+        def make(*args: str) -> RedisServer:
             directory = Path(tmp) / str(len(servers))
             directory.mkdir()
-            server = RedisServer(directory)
+            server = RedisServer(directory, args=args)
             servers.append(server)
             server.start()
             return server
@@ -147,3 +114,30 @@ def redis_client(redis_url: str) -> Iterator:
         yield client
     finally:
         client.close()
+
+
+def _cluster(tmp: str) -> Iterator:
+    from evaluation.redis_servers import RedisClusterServers
+
+    if REDIS_SERVER is None or REDIS_CLI is None:
+        pytest.skip(NO_REDIS_REASON)
+    cluster = RedisClusterServers(Path(tmp), masters=3, replicas=1)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator:
+    """A 3-master, 3-replica Redis Cluster on loopback for the session (left whole)."""
+    with tempfile.TemporaryDirectory(prefix="simhash-cluster-") as tmp:
+        yield from _cluster(tmp)
+
+
+@pytest.fixture
+def redis_cluster_to_break() -> Iterator:
+    """A cluster of its own for a test that kills nodes."""
+    with tempfile.TemporaryDirectory(prefix="simhash-cluster-") as tmp:
+        yield from _cluster(tmp)

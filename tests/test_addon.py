@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from scrapy import Spider
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import Addon, SimhashMiddleware
+from scrapy_simhash.settings import SETTINGS, SimhashSettings
 from tests.fixtures_http import crawl
 from tests.test_crawl import SiteSpider, serve_dup_site
 
@@ -56,3 +58,19 @@ async def test_addon_crawl(site):
     assert "/b" not in crawler.spider.parsed
     assert crawler.stats.get_value("simhash/duplicate_count") == 1
     assert crawler.stats.get_value("simhash/response_count") == 5
+
+
+def test_addon_registers_every_default_below_user_settings():
+    crawler = get_crawler(
+        Spider, {"ADDONS": {Addon: 0}, "SIMHASH_MAX_DISTANCE": 5}
+    )
+    settings = crawler.settings
+    for spec in SETTINGS:
+        if spec.name != "SIMHASH_MAX_DISTANCE":
+            assert settings.get(spec.name) == spec.default, spec.name
+            assert settings.getpriority(spec.name) == SETTINGS_PRIORITIES["addon"], spec.name
+    assert settings.getint("SIMHASH_MAX_DISTANCE") == 5  # the project's value wins
+    assert settings.get("SIMHASH_ACTION") == "drop"
+    # without the add-on the names are unset, and the middleware uses the same defaults
+    assert get_crawler(Spider, {}).settings.get("SIMHASH_ACTION") is None
+    assert SimhashSettings.from_settings(settings) == SimhashSettings(max_distance=5)

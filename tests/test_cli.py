@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash import cli
+from scrapy_simhash.cli import fingerprints
+from scrapy_simhash.cli.errors import Problems
 
 BIN = Path(sys.executable).parent
 SCRIPT = BIN / "scrapy-simhash"
@@ -80,8 +81,17 @@ def brute_clusters(fps, k):
         parent[find(int(a))] = find(int(b))
     groups = {}
     for a in range(len(uniq)):
-        groups.setdefault(find(a), []).extend([int(uniq[a])] * int(counts[a]))
-    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+        groups.setdefault(find(a), []).append(a)
+    # a cluster: linked fingerprints, or one fingerprint seen more than once; members once
+    return sorted(sorted(int(uniq[a]) for a in g) for g in groups.values()
+                  if len(g) > 1 or counts[g[0]] > 1)
+
+
+def table(text):
+    """Rows of tabular output: the header's names and the tab-separated rows."""
+    lines = text.splitlines()
+    assert lines[0].startswith("#")
+    return lines[0][1:].split("\t"), [line.split("\t") for line in lines[1:]]
 
 
 def write_fps(path, fps):
@@ -93,7 +103,7 @@ def test_find_all_matches_brute_force(tmp_path, layout):
     fps = planted()
     write_fps(tmp_path / "fps.txt", fps)
     run("find-all", "--input", tmp_path / "fps.txt", "--output", tmp_path / "out.txt",
-        "--distance", 3, *layout, check=0)
+        "--distance", 3, "--simhash-cpp", *layout, check=0)
     assert (tmp_path / "out.txt").stat().st_mode & 0o044  # readable as umask allows
     lines = (tmp_path / "out.txt").read_text().splitlines()
     got = [tuple(json.loads(line)) for line in lines]
@@ -103,12 +113,21 @@ def test_find_all_matches_brute_force(tmp_path, layout):
     assert got == sorted(got)
     assert (int(fps[10]), int(fps[10])) in got  # identical fingerprints are pairs too
 
+    # The default output: a header, hex fingerprints, the distance of each pair.
+    proc = run("find-all", "--input", tmp_path / "fps.txt", "-d", 3, *layout, check=0)
+    names, rows = table(proc.stdout)
+    assert names == ["fingerprint_a", "fingerprint_b", "distance"]
+    pairs = {(int(a, 16), int(b, 16)) for a, b, _ in rows}
+    assert pairs == brute_pairs(fps, 3) and len(rows) == len(pairs)
+    assert all(len(a) == len(b) == 16 for a, b, _ in rows)
+    assert all(int(d) == (int(a, 16) ^ int(b, 16)).bit_count() for a, b, d in rows)
+
 
 def test_find_all_stdin_stdout_and_distance(tmp_path):
     fps = planted(seed=2)
     text = "".join(f"{int(v)}\n" for v in fps)
     for k in (0, 1, 4):
-        proc = run("find-all", "-d", k, input=text, check=0)
+        proc = run("find-all", "-d", k, "--simhash-cpp", input=text, check=0)
         got = {tuple(json.loads(line)) for line in proc.stdout.splitlines()}
         assert got == brute_pairs(fps, k)
     assert proc.stderr == ""  # no progress line when stderr is not a terminal
@@ -117,10 +136,22 @@ def test_find_all_stdin_stdout_and_distance(tmp_path):
 def test_clusters_match_brute_force(tmp_path):
     fps = planted(seed=3)
     write_fps(tmp_path / "fps.txt", fps)
-    proc = run("clusters", "-i", tmp_path / "fps.txt", "-d", 3, check=0)
+    proc = run("clusters", "-i", tmp_path / "fps.txt", "-d", 3, "--simhash-cpp", check=0)
     got = [json.loads(line) for line in proc.stdout.splitlines()]
     assert got == brute_clusters(fps, 3)
-    assert [int(fps[10])] * 3 in got  # a fingerprint seen three times, no neighbour
+    assert [int(fps[10])] in got  # seen three times, no neighbour: listed once
+    assert all(len(set(c)) == len(c) for c in got)  # each member once
+
+    proc = run("clusters", "-i", tmp_path / "fps.txt", "-d", 3, "--decimal", check=0)
+    names, rows = table(proc.stdout)
+    assert names == ["cluster", "size", "fingerprint", "count"]
+    members = {}
+    for cluster, size, fp, count in rows:
+        members.setdefault(int(cluster), []).append(int(fp))
+        assert int(count) == int(np.count_nonzero(fps == U64(int(fp))))
+    assert sorted(sorted(m) for m in members.values()) == brute_clusters(fps, 3)
+    sizes = [len(m) for _, m in sorted(members.items())]
+    assert sizes == sorted(sizes, reverse=True)  # largest first
 
 
 def test_bad_lines_reported_and_skipped(tmp_path):
@@ -136,7 +167,7 @@ def test_bad_lines_reported_and_skipped(tmp_path):
         b"16\r\n"
         b"18446744073709551615"       # last line without a newline
     )
-    proc = run("find-all", "-i", path, "-d", 2, check=0)
+    proc = run("find-all", "-i", path, "-d", 2, "--simhash-cpp", check=0)
     assert {tuple(json.loads(line)) for line in proc.stdout.splitlines()} == {
         (16, 17), (16, 19), (17, 19)}
     errors = proc.stderr.splitlines()
@@ -150,7 +181,7 @@ def test_bad_lines_reported_and_skipped(tmp_path):
     out.write_text("previous\n")
     proc = run("find-all", "-i", path, "-o", out, "--strict", check=1)
     assert proc.stderr.strip() == (
-        f"scrapy-simhash: {path}:2: not a decimal fingerprint: 'abc'")
+        f"scrapy-simhash: {path}:2: not a fingerprint: 'abc' (16 hex digits or decimal)")
     assert out.read_text() == "previous\n"  # a failed run leaves the output alone
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.txt")]
 
@@ -168,36 +199,60 @@ def test_no_valid_input_and_usage_errors(tmp_path):
     run(check=2)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(
-    st.integers(0, 2**64 - 1),
-    st.sampled_from([0, 2**64 - 1, 2**64, 10**19, 10**20, 9 * 10**19, -1]),
-    st.text(alphabet="0123456789 +-x\r", max_size=22),
-), max_size=40))
-def test_bulk_parser_agrees_with_int(lines):
-    """The vectorised reader accepts exactly the lines Python's int() deems in range."""
-    text = "\n".join(map(str, lines)) + "\n"
-    expected, bad = [], 0
-    for line in text.split("\n")[:-1]:
+def expected_parse(text, notation="auto"):
+    """The per-line reference: values, bad-line count and '-' count of a list."""
+    lines = text.split("\n")[:-1]
+    if notation == "auto":
+        votes = []
+        for line in lines:
+            field = line[:-1] if line.endswith("\r") else line
+            if (field and field[:2].lower() != "0x" and 1 <= len(field) <= 20
+                    and all(c in "0123456789abcdefABCDEF" for c in field)):
+                votes.append(len(field) == 16)
+        if votes:
+            notation = "hex" if all(votes) else "decimal"
+    values, bad, dashes = [], 0, 0
+    for line in lines:
         value = line.strip()
         if not value:
             continue
-        if value.isdigit() and int(value) < 2**64:
-            expected.append(int(value))
-        else:
+        if value == "-":
+            dashes += 1
+            continue
+        try:
+            values.append(fingerprints.parse_fingerprint(value, notation))
+        except ValueError:
             bad += 1
-    problems = cli.Problems(stream=io.StringIO())
-    got = cli.read_fingerprints(io.BytesIO(text.encode()), "t", problems)
-    assert got.dtype == U64
-    assert sorted(got.tolist()) == sorted(expected)
+    return values, bad, dashes
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 2**64 - 1).map(lambda v: f"{v:016x}"),
+    st.integers(0, 2**64 - 1).map(hex),
+    st.sampled_from([0, 2**64 - 1, 2**64, 10**19, 10**20, 9 * 10**19, -1, "-", "0x",
+                     "0x" + "f" * 17, 10**15, "0000000000000012"]),
+    st.text(alphabet="0123456789abcdefx +-\r", max_size=22),
+), max_size=40))
+def test_bulk_parser_agrees_with_the_line_parser(lines):
+    """The vectorised reader accepts exactly the lines parse_fingerprint accepts,
+    with the input's notation decided by the documented rule."""
+    text = "\n".join(map(str, lines)) + "\n"
+    expected, bad, dashes = expected_parse(text)
+    problems = Problems(stream=io.StringIO())
+    got = fingerprints.read_fingerprint_list(io.BytesIO(text.encode()), "t", problems)
+    assert got.fingerprints.dtype == U64
+    assert sorted(got.fingerprints.tolist()) == sorted(expected)
     assert problems.count == bad
+    assert got.without == dashes
 
 
 def test_reader_spans_chunks(monkeypatch):
-    monkeypatch.setattr(cli, "_READ_CHUNK", 7)
+    monkeypatch.setattr(fingerprints, "READ_CHUNK", 7)
     text = b"123\n4567\n\n89\n1x\n5"
-    problems = cli.Problems(stream=io.StringIO())
-    got = cli.read_fingerprints(io.BytesIO(text), "t", problems)
+    problems = Problems(stream=io.StringIO())
+    got = fingerprints.read_fingerprints(io.BytesIO(text), "t", problems)
     assert got.tolist() == [123, 4567, 89, 5]
     assert problems.stream.getvalue().startswith("scrapy-simhash: t:5: ")
 
@@ -244,7 +299,8 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
 
     proc = run("fingerprint", tmp_path / "site", tmp_path / "pages.jsonl",
                tmp_path / "crawl.warc.gz", tmp_path / "missing.html", check=0)
-    rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    names, rows = table(proc.stdout)
+    assert names == ["source", "fingerprint", "spots_for_min_features", "features", "note"]
     expected = {
         str(tmp_path / "site" / "empty.html"): None,
         str(site / "a.html"): fingerprint(page(1)),
@@ -254,20 +310,21 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
         "http://example.com/6": fingerprint(page(6)),
     }
     assert [r[0] for r in rows] == list(expected)
-    for source, fp, hex_fp, count, *reason in rows:
+    for source, hex_fp, spots, count, note in rows:
         if expected[source] is None:
-            assert (fp, hex_fp) == ("-", "-")
-            assert reason and reason[0].startswith("no fingerprint")
+            assert hex_fp == "-"
+            assert note.startswith("no fingerprint")
         else:
-            assert int(fp) == expected[source] == int(hex_fp, 16)
-            assert len(hex_fp) == 16 and int(count) >= 6
+            assert expected[source] == int(hex_fp, 16) and note == "-"
+            assert len(hex_fp) == 16 and int(spots) >= 6
+            assert int(count) >= int(spots)
     pages_jsonl = tmp_path / "pages.jsonl"
     assert f"{pages_jsonl}:2: bad JSON" in proc.stderr
     assert f"{pages_jsonl}:3: " in proc.stderr
     assert "missing.html: no such file" in proc.stderr
 
     proc = run("fingerprint", "--strict", "--json", tmp_path / "pages.jsonl", check=1)
-    assert json.loads(proc.stdout.splitlines()[0])["fingerprint"] == fingerprint(page(3))
+    assert json.loads(proc.stdout.splitlines()[0])["fingerprint"] == f"{fingerprint(page(3)):016x}"
     assert "pages.jsonl:2" in proc.stderr
     assert run("fingerprint", tmp_path / "site" / "sub" / "notes.txt").returncode == 0
     run("fingerprint", tmp_path / "missing", check=1)
@@ -293,12 +350,24 @@ def test_plan_lists_options_and_the_choice():
     run("plan", "-d", 3, "-n", "lots", check=2)
 
 
-@pytest.mark.parametrize("command", ["fingerprint", "find-all", "clusters", "query", "plan",
-                                     "report"])
-def test_every_subcommand_has_help_with_an_example(command):
+COMMANDS = ["fingerprint", "find-all", "clusters", "query", "plan", "explain", "report",
+            "salvage", "redis-info", "redis-clear"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_subcommand_has_help_with_formats_and_an_example(command):
     proc = run(command, "--help", check=0)
     assert "example:" in proc.stdout and f"scrapy-simhash {command}" in proc.stdout
-    assert "exit codes" in proc.stdout
+    assert "exit codes: 0 success; 1 bad input" in proc.stdout
+    assert "output:" in proc.stdout  # what it writes
+    assert "input:" in proc.stdout  # what it reads
+
+
+def test_every_command_is_listed():
+    from scrapy_simhash.cli import build_parser
+
+    listed = build_parser()._subparsers._group_actions[0].choices
+    assert sorted(listed) == sorted(COMMANDS)
 
 
 @pytest.mark.scrapy
@@ -306,8 +375,8 @@ def test_scrapy_simhash_command(tmp_path):
     scrapy = [str(BIN / "scrapy")]
     fps = planted(n=100, seed=4)
     write_fps(tmp_path / "fps.txt", fps)
-    proc = run("simhash", "find-all", "-i", "fps.txt", "-d", 3, script=scrapy, cwd=tmp_path,
-               check=0)
+    proc = run("simhash", "find-all", "-i", "fps.txt", "-d", 3, "--simhash-cpp", script=scrapy,
+               cwd=tmp_path, check=0)
     assert {tuple(json.loads(x)) for x in proc.stdout.splitlines()} == brute_pairs(fps, 3)
     proc = run("simhash", "clusters", "--help", script=scrapy, cwd=tmp_path, check=0)
     assert "scrapy simhash clusters" in proc.stdout
@@ -340,7 +409,7 @@ def crawl_files(tmp_path, n=300):
     rng = np.random.default_rng(5)
     fps = rng.integers(0, 2**64, size=n, dtype=U64)
     fps[1] = fps[0] ^ U64(0b101)  # stored pages 2 bits apart (kept with add="always")
-    fps[4] = fps[3] ^ U64(0b1)  # 1 bit apart, but their sketches do not confirm it
+    fps[299] = fps[298] ^ U64(0b1)  # 1 bit apart, but their sketches do not confirm it
     urls = [f"http://example.com/p{i}" for i in range(n)]
     rng = np.random.default_rng(6)
     sketches = [rng.integers(1, 256, 64, dtype=np.uint8).tobytes() for _ in range(n)]
@@ -362,24 +431,35 @@ def crawl_files(tmp_path, n=300):
 def test_query_a_crawl_state_and_a_saved_index(tmp_path):
     fps, urls, jobdir, _ = crawl_files(tmp_path)
     q = int(fps[0]) ^ 0b1000
-    proc = run("query", q, hex(int(fps[2])), "--index", jobdir, check=0)
-    rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    # hex as `fingerprint` prints it, 0x hex and decimal are all accepted
+    proc = run("query", f"{q:016x}", hex(int(fps[2])), str(int(fps[3])), "--index", jobdir,
+               check=0)
+    names, rows = table(proc.stdout)
+    assert names == ["query", "match", "distance", "url"]
+    h = [f"{int(v):016x}" for v in fps[:4]]
     assert rows == [
-        [str(q), str(int(fps[0])), "1", urls[0]],
-        [str(q), str(int(fps[1])), "3", urls[1]],
-        [str(int(fps[2])), str(int(fps[2])), "0", urls[2]],
+        [f"{q:016x}", h[0], "1", urls[0]],
+        [f"{q:016x}", h[1], "3", urls[1]],
+        [h[2], h[2], "0", urls[2]],
+        [h[3], h[3], "0", urls[3]],
     ]
-    proc = run("query", q, "--index", jobdir / "simhash.seen", "-d", 2, check=0)
-    assert [r.split("\t")[3] for r in proc.stdout.splitlines()] == [urls[0]]
+    proc = run("query", q, "--index", jobdir / "simhash.seen", "-d", 2, "--json", check=0)
+    assert [json.loads(r) for r in proc.stdout.splitlines()] == [
+        {"query": f"{q:016x}", "match": h[0], "distance": 1, "url": urls[0]}]
+    proc = run("query", "0" * 16, "--index", jobdir, "-d", 0, check=0)
+    assert table(proc.stdout)[1] == [["0" * 16, "-", "-", "-"]]
+    assert "1 of 1 fingerprints have no match within 0 bits" in proc.stderr
 
     from scrapy_simhash.index import SimhashIndex
 
     index = SimhashIndex(k=3, expected_size=len(fps))
     index.add_many(fps, np.arange(len(fps), dtype=U64) + U64(1000))
     index.save(str(tmp_path / "index.snapshot"))
-    proc = run("query", q, "--index", tmp_path / "index.snapshot", check=0)
-    assert [line.split("\t")[1:] for line in proc.stdout.splitlines()] == [
-        [str(int(fps[0])), "1", "key 1000"], [str(int(fps[1])), "3", "key 1001"]]
+    proc = run("query", q, "--index", tmp_path / "index.snapshot", "--decimal", check=0)
+    names, rows = table(proc.stdout)
+    assert names == ["query", "match", "distance", "index_key"]
+    assert [r[1:] for r in rows] == [[str(int(fps[0])), "1", "1000"],
+                                     [str(int(fps[1])), "3", "1001"]]
     run("query", "12x", "--index", jobdir, check=2)
     proc = run("query", 1, "--index", tmp_path / "drops.jsonl")
     assert proc.returncode == 1 and "drops.jsonl" in proc.stderr
@@ -388,16 +468,17 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
 def test_report_and_plot(tmp_path):
     import matplotlib.image
 
-    fps, urls, jobdir, log = crawl_files(tmp_path)
+    _, urls, jobdir, log = crawl_files(tmp_path)
     png = tmp_path / "dist.png"
     proc = run("report", jobdir, log, "--plot", png, check=0)
     out = proc.stdout
     assert "300 pages stored" in out
-    assert "drop log: 5 near-duplicates (drop 5)" in out
-    assert "pages seen: 305; dropped: 5" in out
+    assert f"drop log {log}: 5 near-duplicates in 1 run (drop 5)" in out
+    assert "near-duplicates: 5 (drop 5)" in out
+    assert "responses fingerprinted: 305 = 300 stored + 5 near-duplicates" in out
     # Clusters: p0 + p1 (2 bits) + 3 drops; p7 + 1 drop; p9 + 1 drop.
     assert "clusters: 3 with 9 pages" in out
-    assert "example.com/p4" not in out  # p3 and p4: near fingerprints, not confirmed
+    assert "example.com/p299" not in out  # p298, p299: near fingerprints, not confirmed
     assert "cluster sizes: 2 x 2 pages, 1 x 5 pages" in out
     assert f"5 pages, first {urls[0]}" in out
     assert "http://example.com/dup-0-3  (distance 3)" in out
@@ -408,7 +489,13 @@ def test_report_and_plot(tmp_path):
     assert len(np.unique(image.reshape(-1, image.shape[-1]), axis=0)) > 10
 
     proc = run("report", log, "--top", 0, check=0)
-    assert "pages seen: 5; dropped: 5" in proc.stdout
+    assert "near-duplicates: 5 (drop 5)" in proc.stdout
+    assert "pages stored: unknown (no state given" in proc.stdout
+    proc = run("report", jobdir, log, "--json", check=0)
+    data = json.loads(proc.stdout)
+    assert (data["stored"], data["near_duplicates"], data["responses_fingerprinted"]) == (
+        300, 5, 305)
+    assert data["clusters"]["count"] == 3
     (tmp_path / "junk").write_bytes(b"\x00garbage")
     assert run("report", tmp_path / "junk").returncode == 1
 
@@ -450,3 +537,38 @@ def test_progress_on_a_terminal_and_ctrl_c(tmp_path):
         os.close(master)
     assert b"interrupted" in seen
     assert b"Traceback" not in seen
+
+
+def test_a_command_group_is_one_line(monkeypatch, tmp_path):
+    """A module with add_commands() joins the parser through COMMAND_GROUPS alone."""
+    import sys as _sys
+
+    from scrapy_simhash import cli
+
+    (tmp_path / "extra_group.py").write_text(
+        "def hello(args, problems, progress):\n"
+        "    print('hello', args.name)\n"
+        "    return 0\n"
+        "def add_commands(commands):\n"
+        "    p = commands.add('hello', hello, 'say hello', formats='input: a name.\\n\\n"
+        "output: one line.', example='hello world')\n"
+        "    p.add_argument('name')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "COMMAND_GROUPS", (*cli.COMMAND_GROUPS, "extra_group"))
+    assert cli.main(["hello", "world"]) == 0
+    assert "hello" in cli.build_parser()._subparsers._group_actions[0].choices
+    _sys.modules.pop("extra_group", None)
+
+
+def test_fingerprint_goes_on_after_a_page_it_cannot_read(tmp_path):
+    """A page whose content trips the library (issue 16: non-text codecs) does not end
+    the batch: it is reported, the next files are still read."""
+    from scrapy_simhash.fingerprinting import fingerprint
+
+    (tmp_path / "a-codec.html").write_bytes(b'<meta charset="base64"><p>hi</p>')
+    (tmp_path / "b-nul.html").write_bytes(b'<meta charset="utf\x008"><p>hi</p>')
+    (tmp_path / "c.html").write_text(page(3))
+    proc = run("fingerprint", tmp_path, check=0)
+    _, rows = table(proc.stdout)
+    assert rows[-1][:2] == [str(tmp_path / "c.html"), f"{fingerprint(page(3)):016x}"]
+    assert "Traceback" not in proc.stderr

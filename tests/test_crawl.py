@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 import scrapy
+import scrapy.cmdline
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+import scrapy_simhash
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.memory import MemoryBackend
@@ -105,16 +114,28 @@ async def test_drop(site, caplog):
     assert stats.get_value("item_scraped_count") == 4
     assert stats.get_value("spider_exceptions/count") is None
     assert stats.get_value("finish_reason") == "finished"
-    assert messages(caplog) == [
-        f"Dropped near-duplicate <200 {site.url('/b')}> (distance 0 to <{site.url('/a')}>)"
-    ]
+    [message] = messages(caplog)
+    assert message.startswith(
+        f"Dropped <200 {site.url('/b')}>: a near-duplicate of <{site.url('/a')}> (distance 0, "
+    )
+    assert "SIMHASH_DEBUG = True" in message  # the first drop says how to see them all
     record = next(r for r in caplog.records if r.name == "scrapy_simhash.dropped")
     assert record.levelno == logging.INFO
     assert record.simhash["duplicate_of"] == site.url("/a")
     assert record.simhash["action"] == "drop"
+    assert record.simhash["spot_signatures"] >= 6
+    assert f"{record.simhash['spot_signatures']} spot signatures)" in message
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     summary = [m for m in messages(caplog, "scrapy_simhash.middleware") if "fingerprinted" in m]
-    assert summary and "1 near-duplicates" in summary[0]
+    assert summary == [
+        (
+            "Simhash: 5 responses fingerprinted, 1 near-duplicate (action drop), 4 pages in "
+            f"the index, {stats.get_value('simhash/cpu_seconds'):.3f} s of CPU"
+        )
+    ]
+    [opened] = [m for m in messages(caplog, "scrapy_simhash.middleware") if "in the index;" in m]
+    assert opened.startswith(f"scrapy-simhash {scrapy_simhash.__version__}: 0 pages in the index;")
+    assert f"max_distance={DEFAULT_MAX_DISTANCE}, layout=auto," in opened and "action=drop" in opened
 
 
 @deferred_f_from_coro_f
@@ -140,7 +161,7 @@ async def test_log_only(site, caplog):
     assert crawler.stats.get_value("simhash/outlinks_dropped_count") is None
     record = next(r for r in caplog.records if r.name == "scrapy_simhash.dropped")
     assert record.levelno == logging.WARNING
-    assert record.getMessage().startswith(f"Found near-duplicate <200 {site.url('/b')}>")
+    assert record.getMessage().startswith(f"Found <200 {site.url('/b')}>: a near-duplicate of")
 
 
 @deferred_f_from_coro_f
@@ -227,32 +248,53 @@ async def test_audit_file_and_signal(site, tmp_path):
 
     settings = {**MW, "SIMHASH_LOG_FILE": str(log_file)}
     await crawl(SignalSpider, settings, base=site.base)
-    [line] = log_file.read_text(encoding="utf-8").splitlines()
-    entry = json.loads(line)
+    opened, entry, closed = map(json.loads, log_file.read_text(encoding="utf-8").splitlines())
     assert set(entry) == {
-        "time", "spider", "url", "duplicate_of", "distance",
-        "fingerprint", "duplicate_fingerprint", "action",
+        "event", "time", "spider", "url", "duplicate_of", "distance",
+        "fingerprint", "duplicate_fingerprint", "action", "spot_signatures",
     }  # fmt: skip
+    assert entry["event"] == "drop"
     assert entry["spider"] == "site"
     assert entry["url"] == site.url("/b")
     assert entry["duplicate_of"] == site.url("/a")
     assert entry["distance"] == 0
     assert entry["action"] == "drop"
+    assert entry["spot_signatures"] >= 6
     assert len(entry["fingerprint"]) == 16
     assert entry["fingerprint"] == entry["duplicate_fingerprint"]
     [kw] = received
     assert kw["response"].url == site.url("/b")
     assert kw["duplicate_of"] == site.url("/a")
     assert kw["distance"] == 0
+    assert kw["spot_signatures"] == entry["spot_signatures"]
     assert f"{kw['fingerprint']:016x}" == entry["fingerprint"]
+    # a run is framed by an open and a close line
+    assert opened["event"] == "open" and opened["spider"] == "site"
+    assert opened["version"] == scrapy_simhash.__version__
+    assert opened["index_size"] == 0
+    assert opened["settings"]["max_distance"] == DEFAULT_MAX_DISTANCE and opened["settings"]["action"] == "drop"
+    assert closed["event"] == "close" and closed["reason"] == "finished"
+    assert (closed["responses"], closed["duplicates"], closed["index_size"]) == (5, 1, 4)
+    assert opened["time"] <= entry["time"] <= closed["time"]
+
+    # a second run appends its own framed lines
+    await crawl(SignalSpider, settings, base=site.base)
+    events = [json.loads(line)["event"] for line in log_file.read_text().splitlines()]
+    assert events == ["open", "drop", "close"] * 2
 
 
 @deferred_f_from_coro_f
-async def test_invalid_setting_fails_at_start(site):
+async def test_invalid_setting_fails_at_start(site, caplog):
     site.serve({"/": article_html(1)})
     with pytest.raises(ValueError, match=r"SIMHASH_ACTION.*'explode'"):
         await crawl(SiteSpider, {**MW, "SIMHASH_ACTION": "explode"}, base=site.base)
     assert site.hits["/"] == 0
+    assert errors(caplog) == [
+        (
+            "The crawl cannot start: Invalid SIMHASH_ACTION setting: 'explode' "
+            "(expected one of drop, drop_outlinks, log)"
+        )
+    ]
 
 
 @deferred_f_from_coro_f
@@ -275,15 +317,18 @@ class FlakyBackend(MemoryBackend):
         return super().query_and_add(signature, url, add=add)
 
 
+def errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 @deferred_f_from_coro_f
-async def test_backend_failing_at_open_stops_the_crawl(site, caplog):
+async def test_backend_failing_at_open_stops_the_crawl_before_it_starts(site, caplog):
     serve_dup_site(site)
     settings = {**MW, "SIMHASH_BACKEND": f"{__name__}.FailingOpenBackend"}
-    crawler = await crawl(SiteSpider, settings, base=site.base)
-    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
-    assert site.hits["/a1"] == 0
-    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert any("index server unreachable" in m and "SIMHASH_BACKEND" in m for m in errors)
+    with pytest.raises(BackendError, match="index server unreachable"):
+        await crawl(SiteSpider, settings, base=site.base)
+    assert site.hits["/"] == 0
+    assert errors(caplog) == ["The crawl cannot start: index server unreachable"]
 
 
 @deferred_f_from_coro_f
@@ -312,8 +357,146 @@ async def test_backend_error_stop(site):
 
 
 @deferred_f_from_coro_f
-async def test_unwritable_audit_file_stops_the_crawl(site, tmp_path, caplog):
+async def test_unwritable_audit_file_stops_the_crawl_before_it_starts(site, tmp_path, caplog):
     serve_dup_site(site)
-    crawler = await crawl(SiteSpider, {**MW, "SIMHASH_LOG_FILE": str(tmp_path)}, base=site.base)
-    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
-    assert any(str(tmp_path) in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+    with pytest.raises(OSError, match="SIMHASH_LOG_FILE"):
+        await crawl(SiteSpider, {**MW, "SIMHASH_LOG_FILE": str(tmp_path)}, base=site.base)
+    assert site.hits["/"] == 0
+    [error] = errors(caplog)
+    assert error.startswith(f"The crawl cannot start: Cannot open SIMHASH_LOG_FILE {tmp_path}:")
+
+
+# -- `scrapy crawl` in a subprocess: what a user sees ------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+PROJECT_SPIDER = '''
+import time
+from pathlib import Path
+
+import scrapy
+
+
+class SiteSpider(scrapy.Spider):
+    """Follows every link from base/; appends each path its callback reached to
+    the file ``reached``; blocks in the callback of path ``hang``."""
+
+    name = "site"
+
+    def __init__(self, base, reached, hang="", **kwargs):
+        super().__init__(**kwargs)
+        self.base, self.reached, self.hang = base, reached, hang
+
+    async def start(self):
+        yield scrapy.Request(self.base + "/", dont_filter=True)
+
+    def parse(self, response):
+        path = response.url[len(self.base):]
+        if path == self.hang:
+            Path(self.reached + ".hang").write_text(path)
+            time.sleep(120)  # killed here
+        with open(self.reached, "a") as stream:
+            stream.write(path + "\\n")
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+'''
+
+
+def make_project(root: Path) -> Path:
+    """A ``scrapy startproject``-like project using the add-on, in *root*."""
+    package = root / "proj"
+    (package / "spiders").mkdir(parents=True)
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+    (package / "__init__.py").write_text("")
+    (package / "spiders" / "__init__.py").write_text("")
+    (package / "spiders" / "site.py").write_text(PROJECT_SPIDER)
+    (package / "settings.py").write_text(
+        'BOT_NAME = "proj"\n'
+        'SPIDER_MODULES = ["proj.spiders"]\n'
+        'ADDONS = {"scrapy_simhash.Addon": 0}\n'
+        "ROBOTSTXT_OBEY = False\n"
+        "TELNETCONSOLE_ENABLED = False\n"
+        "REMOTE_CONTROL_ENABLED = False\n"
+        "CONCURRENT_REQUESTS = 1\n"
+        "RETRY_ENABLED = False\n"
+        'LOG_LEVEL = "INFO"\n'
+    )
+    return root
+
+
+def scrapy_command(project: Path, *args: str, **popen: Any) -> subprocess.Popen:
+    """Start ``python -m scrapy ARGS`` in *project*, with this checkout importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), str(project), env.get("PYTHONPATH")) if p
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        **popen,
+    )
+
+
+def run_scrapy(project: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    proc = scrapy_command(project, *args)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+# Scrapy >= 2.14 runs `scrapy crawl` on asyncio (AsyncCrawlerProcess), whose
+# task exception the middleware marks as seen; 2.13's CrawlerProcess hands the
+# failure to a Deferred that Twisted reports with its traceback after our line.
+ONE_LINE = hasattr(scrapy.cmdline, "AsyncCrawlerProcess")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("setting", "names"),
+    [
+        (["-s", "SIMHASH_ACTION=explode"], "Invalid SIMHASH_ACTION setting: 'explode'"),
+        (["-s", "SIMHASH_MAX_DISTANCE=64"], "Invalid SIMHASH_MAX_DISTANCE setting: '64'"),
+        (["-s", "SIMHASH_PERSIST_PATH=bad.seen"], "bad.seen"),
+        (["-s", "SIMHASH_BACKEND=redis", "-s", "SIMHASH_REDIS_URL=redis://127.0.0.1:{port}"],
+         "Cannot reach Redis at"),
+    ],
+    ids=["bad-choice", "bad-number", "corrupt-state", "redis-unreachable"],
+)
+def test_start_failure_is_one_line_and_exit_1(tmp_path, site, setting, names):
+    if "SIMHASH_BACKEND=redis" in setting:
+        pytest.importorskip("redis")
+    project = make_project(tmp_path)
+    (project / "bad.seen").write_bytes(b"garbage")
+    setting = [s.format(port=_free_port()) for s in setting]
+    site.serve({"/": article_html(1)})
+    done = run_scrapy(
+        project, "crawl", "site", *setting,
+        "-a", f"base={site.base}", "-a", f"reached={tmp_path / 'reached'}",
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if names in line]
+    assert lines, done.stderr[-3000:]
+    assert "[scrapy_simhash.middleware] ERROR: The crawl cannot start: " in lines[0]
+    assert site.hits["/"] == 0
+    assert (project / "bad.seen").read_bytes() == b"garbage"
+    if ONE_LINE:
+        assert len(lines) == 1, done.stderr[-3000:]
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert "Task exception was never retrieved" not in done.stderr
+
+
+def test_crawl_exits_0_and_logs_version_and_totals(tmp_path, site):
+    project = make_project(tmp_path)
+    serve_dup_site(site)
+    done = run_scrapy(
+        project, "crawl", "site", "-a", f"base={site.base}", "-a", f"reached={tmp_path / 'r'}"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    err = done.stderr
+    assert f"[scrapy_simhash.middleware] INFO: scrapy-simhash {scrapy_simhash.__version__}: " in err
+    assert "1 near-duplicate (action drop)" in err
+    assert "Traceback" not in err

@@ -11,9 +11,11 @@ from parsel import Selector
 
 from evaluation.corpus import ABSENT_REASON, corpus_dir
 from scrapy_simhash.fingerprinting.extract import (
+    MAX_ATTRIBUTE_CHARS,
     MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
     MainText,
-    _spaced_length,
+    _measure,
     decode_html,
     extract,
     parse_html,
@@ -269,6 +271,37 @@ PLAIN_ELEMENTS_PAGE = (
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0ab\xe9\u2009\u3000z", max_size=30))
-def test_spaced_length_is_the_length_of_the_joined_words(text):
-    assert _spaced_length(text) == len(" ".join(text.split()))
+@given(st.text(alphabet=" \t\n\r\x85\xa0ab\xe9\u2009\u3000z", max_size=30))  # XML's characters
+def test_a_dropped_text_counts_as_its_joined_words(text):
+    element = etree.Element("aside")
+    element.text = text
+    assert _measure(element, 10**6, 10**6)[0] == len(" ".join(text.split()))
+
+
+def test_measuring_stops_past_its_budgets():
+    element = etree.fromstring("<aside>four<b>more</b> text<script>x</script></aside>")
+    assert _measure(element, 100, 100) == (len("fourmore text"), 14, 2)
+    assert _measure(element, 13, 100) is None  # 14 characters read
+    assert _measure(element, 100, 1) is None  # 2 elements
+
+
+@pytest.mark.parametrize(
+    "charset", ["base64", "bz2", "hex", "rot13", "zlib", "uu", "quopri", "utf\x008", "\x00"]
+)
+def test_only_text_encodings_are_taken_from_a_page(charset):
+    page = f'<meta charset="{charset}"><p>hi there</p>'.encode("latin-1")
+    assert decode_html(page).endswith("<p>hi there</p>")
+    assert extract(page).blocks == ["hi there"]
+    assert decode_html(b"<p>caf\xc3\xa9</p>", encoding=charset) == "<p>caf\u00e9</p>"
+
+
+def test_title_and_attributes_are_read_up_to_their_budgets():
+    page = (
+        f"<html><head><title>{'word ' * MAX_TITLE_CHARS}</title></head><body>"
+        f'<div class="{"x" * MAX_ATTRIBUTE_CHARS} sidebar"><p>{"kept text " * 30}</p></div>'
+        f'<div class="{"x" * (MAX_ATTRIBUTE_CHARS - 8)} sidebar"><p>dropped</p></div>'
+        "</body></html>"
+    )
+    main = extract(page)
+    assert len(main.title) == MAX_TITLE_CHARS - 1  # "word word ... word" without the last space
+    assert main.blocks == ["kept text " * 30]  # the sidebar past the cut is not read

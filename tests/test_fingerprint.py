@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import os
 import random
 import subprocess
 import sys
 import textwrap
+import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +23,8 @@ from parsel import Selector
 
 import scrapy_simhash
 from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
+from evaluation.hostile import SHAPES, crafted_cache_page
+from scrapy_simhash.fingerprinting.extract import plain_elements
 
 # The module; ``scrapy_simhash.fingerprinting.hashing`` is also the name of a re-exported function.
 FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
@@ -323,3 +329,38 @@ def test_headline_repeating_the_title_counts_once():
     assert FP.fingerprint(no_headline) == FP.fingerprint(CLEAN)
     other = CLEAN.replace("<h1>Night trains are back</h1>", "<h1>Sleepers return</h1>")
     assert FP.features(other)["h:sleepers"] > 0
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_hostile_pages_cost_bounded_cpu(shape: str) -> None:
+    """Each hostile shape, far past every budget, is fingerprinted from bytes and
+    from parsel's tree (the middleware's path) in well under a second of CPU
+    (``make bench-hostile`` holds them to 50 ms; before the budgets some took
+    seconds)."""
+    html = SHAPES[shape](6_000_000)
+    for page in (html.encode("utf-8"), Selector(text=html).root):
+        start = time.thread_time()
+        with plain_elements(page) if not isinstance(page, bytes) else contextlib.nullcontext():
+            FP.fingerprint_details(page)
+        assert time.thread_time() - start < 1.0, shape
+
+
+def test_caches_keep_bounded_memory_across_crafted_pages() -> None:
+    """Pages whose class and id values are all new leave at most a few MB in
+    the class/id caches (whole values were kept before: ~1 MB a page)."""
+    extract_module = importlib.import_module("scrapy_simhash.fingerprinting.extract")
+    extract_module._is_boiler_name.cache_clear()
+    extract_module._is_boiler_class.cache_clear()
+    pages = [crafted_cache_page(n) for n in range(30)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for page in pages:
+            FP.fingerprint(page)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 8_000_000, kept
+    keys = extract_module._is_boiler_name.cache_info().currsize
+    assert keys <= 8192

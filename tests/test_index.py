@@ -294,8 +294,8 @@ def fill(index, n=3000, seed=0):
 def same_contents(a, b):
     assert len(a) == len(b)
     assert a.pairs().tolist() == b.pairs().tolist()
-    fa, ka = a._arrays()
-    fb, kb = b._arrays()
+    fa, ka = a.entries()
+    fb, kb = b.entries()
     assert sorted(zip(fa.tolist(), ka.tolist())) == sorted(zip(fb.tolist(), kb.tolist()))
 
 
@@ -311,7 +311,7 @@ def test_save_load_round_trip(tmp_path, compress):
     assert (loaded.k, loaded.layout, loaded.compress) == (4, index.layout, compress)
     assert loaded.fingerprint_version == 3
     same_contents(index, loaded)
-    assert loaded.query(int(index._arrays()[0][0])) == index.query(int(index._arrays()[0][0]))
+    assert loaded.query(int(index.entries()[0][0])) == index.query(int(index.entries()[0][0]))
 
 
 def test_open_log_replay_and_truncated_tail(tmp_path, caplog):
@@ -418,3 +418,114 @@ def test_corrupt_log_is_a_clear_error(tmp_path):
     with pytest.raises(CorruptStateError, match="state.log"):
         SimhashIndex.open(path, k=3)
     assert RecordLog  # the log format is store.RecordLog's
+
+
+def test_an_open_index_is_locked_against_a_second_writer(tmp_path):
+    from scrapy_simhash.index.store import LogLockedError
+
+    path = tmp_path / "state"
+    index = SimhashIndex.open(path, k=3)
+    index.add(1, 1)
+    index.save()  # restarting the log keeps the lock
+    with pytest.raises(LogLockedError, match="state.log is open for writing by this process"):
+        SimhashIndex.open(path, k=3)
+    with pytest.raises(LogLockedError):
+        SimhashIndex.open(path, k=3, reset=True)  # and does not delete the files first
+    index.add(2**64 - 1, 2)
+    index.close()
+    assert [m.key for m in SimhashIndex.load(path).query(2**64 - 1)] == [2]
+    assert len(SimhashIndex.load(path)) == 2
+
+
+# -- incremental merges (issue 16, item 7) ---------------------------------------------------
+
+
+@pytest.fixture
+def tiny_merge_steps():
+    """Merge steps of one entry, so small indexes have merges pending across adds."""
+    from scrapy_simhash.index import tables
+
+    saved, tables.MERGE_STEP = tables.MERGE_STEP, 1
+    yield
+    tables.MERGE_STEP = saved
+
+
+def check_level(index, level):
+    """A level's invariants: master sorted, each table sorted by its permutation
+    with the same entries, each directory the one a fresh build computes."""
+    from scrapy_simhash.index.tables import _directory
+
+    fps = level.fps
+    assert np.all(fps[:-1] <= fps[1:])
+    n, shift = len(fps), level.shift
+    d = 64 - shift
+    bounds = np.arange(1, 1 << d, dtype=np.uint64) << np.uint64(shift) if d else None
+    for t, table in enumerate(index.layout.tables):
+        values = level.tables[t] if index._direct[t] else fps[level.tables[t]]
+        if not index._direct[t]:
+            assert sorted(level.tables[t].tolist()) == list(range(n))
+        perm = table.permute_many(values)
+        assert np.all(perm[:-1] <= perm[1:])
+        assert sorted(values.tolist()) == fps.tolist()
+        assert level.dirs[t].tolist() == _directory(perm, bounds, n).tolist()
+
+
+@settings(HYPOTHESIS, suppress_health_check=[HealthCheck.too_slow,
+                                              HealthCheck.function_scoped_fixture])
+@given(scenarios(), st.data())
+def test_merges_in_steps_stay_exact(tiny_merge_steps, scenario, data):
+    k, layout, compress, _, fps, keys, _, rng = scenario
+    index = SimhashIndex(k=k, layout=layout, compress=compress, buffer_size=4)
+    live_fps, live_keys, pending = [], [], 0
+    for fp, key in zip(fps.tolist(), keys.tolist()):
+        index.add(fp, key)
+        live_fps.append(fp)
+        live_keys.append(key)
+        pending += index._merging is not None
+        if live_keys and data.draw(st.integers(0, 9)) == 0:  # a remove, maybe mid-merge
+            gone = live_keys[data.draw(st.integers(0, len(live_keys) - 1))]
+            assert index.remove(gone)
+            live_fps = [f for f, g in zip(live_fps, live_keys) if g != gone]
+            live_keys = [g for g in live_keys if g != gone]
+        if data.draw(st.integers(0, 3)) == 0:
+            a, b = np.array(live_fps, np.uint64), np.array(live_keys, np.uint64)
+            q = fp ^ (1 << data.draw(st.integers(0, 63)))
+            assert index.query(q) == sort_matches(brute_query(a, b, q, k))
+            batch = index.query_many(np.array([q, fp], np.uint64))
+            assert batch.key[batch.query == 1].tolist() == \
+                [m.key for m in sort_matches(brute_query(a, b, fp, k))]
+    assert len(index) == len(live_keys)
+    if len(fps) > 40:
+        assert pending  # merges were pending across adds
+    for level in index._levels:
+        check_level(index, level)
+    index._finish_merge()
+    for level in index._levels:
+        check_level(index, level)
+        assert {int(level.keys[r]) for r in level.dead}.isdisjoint(live_keys)
+    a, b = np.array(live_fps, np.uint64), np.array(live_keys, np.uint64)
+    for q in probes(rng, a, k).tolist():
+        assert index.query(q) == sort_matches(brute_query(a, b, q, k))
+
+
+def test_no_single_add_pays_for_a_whole_merge(tiny_merge_steps):
+    """With the default buffer a merge of 20k entries is spread over the adds
+    until the next flush: each add merges a bounded share of it."""
+    from scrapy_simhash.index import tables
+
+    rng = np.random.default_rng(11)
+    index = SimhashIndex(k=3, layout="16,16,16,16", buffer_size=256)
+    index.add_many(rng.integers(0, 2**64, 20_000, dtype=np.uint64),
+                   np.arange(20_000, dtype=np.uint64))
+    fps = rng.integers(0, 2**64, 3000, dtype=np.uint64).tolist()
+    shares, seen = [], False
+    for i, fp in enumerate(fps):
+        before = index._merging.remaining if index._merging is not None else None
+        index.add(fp, 20_000 + i)
+        if before is not None and index._merging is not None:
+            shares.append(before - index._merging.remaining)
+        seen |= index._merging is not None
+    assert seen and shares
+    passes = 1 + 3  # the master and the three non-identity tables
+    assert max(shares) <= 2 * passes * 22_528 / 256 + 4 * 256
+    assert tables.MERGE_STEP == 1

@@ -16,10 +16,10 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import NearDuplicate, SimhashMiddleware
-from scrapy_simhash.backends import BackendError
+from scrapy_simhash.backends import BackendError, PersistenceError
 from scrapy_simhash.backends.memory import MemoryBackend
-from scrapy_simhash import signature
-from scrapy_simhash.fingerprinting import fingerprint, hamming
+from scrapy_simhash.fingerprinting import fingerprint, fingerprint_details, hamming
+from scrapy_simhash.fingerprinting.signature import signature_details
 from tests.fixtures_http import article_html
 
 pytestmark = pytest.mark.scrapy
@@ -98,9 +98,10 @@ def test_spider_gets_lxml_html_elements():
     of them outlives the read, so the spider sees lxml.html's classes."""
     mw = make_mw()
     response = html("https://example.com/a", 3)
-    sig = mw.signature_response(response)
-    assert sig == signature(response.selector.root)
-    assert sig.fingerprint == fingerprint(response.selector.root)
+    sig, result = mw.signature_response(response)
+    assert (sig, result) == signature_details(response.selector.root)
+    assert result == fingerprint_details(response.selector.root)
+    assert sig.fingerprint == result.fingerprint is not None
     elements = list(response.selector.root.iter())
     assert len(elements) >= 10
     assert all(isinstance(el, (HtmlElement, HtmlComment)) for el in elements)
@@ -174,3 +175,90 @@ def test_close_sets_stats():
     assert stat(mw, "simhash/index_size") == 1
     assert stat(mw, "simhash/initial_index_size") == 0
     assert stat(mw, "simhash/cpu_seconds") > 0
+
+
+def drop_records(caplog):
+    return [r for r in caplog.records if r.name == "scrapy_simhash.dropped"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "levels"),
+    [
+        ({}, [logging.INFO, logging.DEBUG, logging.DEBUG]),
+        ({"SIMHASH_DEBUG": True}, [logging.INFO] * 3),
+        ({"SIMHASH_LOG_LEVEL": "WARNING"}, [logging.WARNING, logging.DEBUG, logging.DEBUG]),
+        ({"SIMHASH_LOG_LEVEL": "WARNING", "SIMHASH_DEBUG": "1"}, [logging.WARNING] * 3),
+    ],
+)
+def test_first_drop_logged_with_a_hint_the_others_at_debug(caplog, settings, levels):
+    caplog.set_level(logging.DEBUG)
+    mw = make_mw(SIMHASH_ACTION="log", **settings)
+    mw.process_spider_input(html("https://example.com/a", 1))
+    for i in range(3):
+        mw.process_spider_input(html(f"https://example.com/copy{i}", 1, chrome=f"menu {i}"))
+    records = drop_records(caplog)
+    assert [r.levelno for r in records] == levels
+    hinted = [r for r in records if "SIMHASH_DEBUG = True" in r.getMessage()]
+    assert hinted == ([] if mw.config.debug else records[:1])
+    assert records[1].getMessage() == (
+        "Found <200 https://example.com/copy1>: a near-duplicate of <https://example.com/a> "
+        f"(distance {records[1].simhash['distance']}, "
+        f"{records[1].simhash['spot_signatures']} spot signatures)"
+    )
+
+
+def test_own_url_is_never_a_duplicate():
+    """A URL fetched again (after a crash, or a dont_filter start URL linked
+    later) matches its own entry: kept, counted, not added again."""
+    mw = make_mw()
+    mw.process_spider_input(html("https://example.com/a?x=1&y=2", 1))
+    assert mw.process_spider_input(html("https://example.com/a?x=1&y=2", 1)) is None
+    # the same page under the canonical form of its URL (query order, fragment)
+    assert mw.process_spider_input(html("https://example.com/a?y=2&x=1#top", 1)) is None
+    assert stat(mw, "simhash/self_match_count") == 2
+    assert stat(mw, "simhash/duplicate_count") is None
+    assert len(mw.backend) == 1
+    with pytest.raises(NearDuplicate):  # another URL with that text is still a copy
+        mw.process_spider_input(html("https://example.com/b", 1))
+
+
+class IntFingerprintMiddleware(SimhashMiddleware):
+    """An override from before fingerprint_response returned FingerprintResult."""
+
+    def fingerprint_response(self, response):
+        return fingerprint(response.selector.root)
+
+
+def test_fingerprint_response_override_may_return_an_int():
+    crawler = get_crawler(Spider, {})
+    mw = build_from_crawler(IntFingerprintMiddleware, crawler)
+    mw.process_spider_input(html("https://example.com/a", 1))
+    with pytest.raises(NearDuplicate):
+        mw.process_spider_input(html("https://example.com/b", 1))
+    assert stat(mw, "simhash/response_count") == 2
+
+
+class UnsavedBackend(MemoryBackend):
+    """Checks and indexes in memory; every save fails, as on a full disk."""
+
+    def query_and_add(self, fingerprint, url, *, add="if_new"):
+        duplicate = super().query_and_add(fingerprint, url, add=add)
+        if duplicate is None:
+            raise PersistenceError("No space left on device")
+        return duplicate
+
+
+def test_persistence_error_still_checks_pages(caplog):
+    mw = make_mw(SIMHASH_BACKEND=f"{__name__}.UnsavedBackend")
+    mw.process_spider_input(html("https://example.com/a", 1))
+    mw.process_spider_input(html("https://example.com/b", 2))
+    with pytest.raises(NearDuplicate):
+        mw.process_spider_input(html("https://example.com/c", 1))
+    assert stat(mw, "simhash/persist_error_count") == 2
+    assert stat(mw, "simhash/response_count") == 3
+    assert stat(mw, "simhash/backend_error_count") is None
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "still checked" in warning and "unchecked" not in warning
+    mw.spider_closed(Spider("test"))
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "misses 2 pages" in error

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -15,7 +19,7 @@ from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION, Signature
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.index import RecordLog
 from tests.fixtures_http import article_html, crawl
-from tests.test_crawl import MW, SiteSpider
+from tests.test_crawl import MW, SiteSpider, make_project, run_scrapy, scrapy_command
 
 pytestmark = pytest.mark.scrapy
 
@@ -49,9 +53,10 @@ async def test_jobdir_resume_drops_a_page_seen_in_the_first_run(site, tmp_path, 
     assert stats.get_value("simhash/initial_index_size") == 2
     assert stats.get_value("simhash/index_size") == 4
     assert stats.get_value("simhash/duplicate_count") == 1
-    assert f"Dropped near-duplicate <200 {site.url('/b')}> (distance 0 to <{site.url('/a')}>)" in [
-        r.getMessage() for r in caplog.records if r.name == "scrapy_simhash.dropped"
-    ]
+    [dropped] = [r.getMessage() for r in caplog.records if r.name == "scrapy_simhash.dropped"]
+    assert dropped.startswith(
+        f"Dropped <200 {site.url('/b')}>: a near-duplicate of <{site.url('/a')}> (distance 0, "
+    )
     assert any(
         r.getMessage().startswith(f"Loaded 2 fingerprints from {state}")
         for r in caplog.records
@@ -155,14 +160,15 @@ def test_corrupt_state_file_is_a_clear_error(tmp_path):
 
 
 @deferred_f_from_coro_f
-async def test_corrupt_state_file_stops_the_crawl(site, tmp_path):
+async def test_corrupt_state_file_stops_the_crawl_before_it_starts(site, tmp_path):
     serve_two_runs(site)
     path = tmp_path / "bad.seen"
     path.write_bytes(b"garbage")
-    crawler = await crawl(
-        SiteSpider, {**MW, "SIMHASH_PERSIST_PATH": str(path)}, base=site.base, start_path="/one"
-    )
-    assert crawler.stats.get_value("finish_reason") == "simhash_backend_error"
+    with pytest.raises(BackendError, match=r"bad\.seen"):
+        await crawl(
+            SiteSpider, {**MW, "SIMHASH_PERSIST_PATH": str(path)}, base=site.base, start_path="/one"
+        )
+    assert site.hits["/one"] == 0
     assert path.read_bytes() == b"garbage"
 
 
@@ -188,3 +194,95 @@ async def test_stopped_crawl_resumes_with_its_index(site, tmp_path):
     assert "/b" not in second.spider.parsed
     assert second.stats.get_value("simhash/duplicate_count") == 1
     assert second.stats.get_value("simhash/initial_index_size") >= 2
+
+
+def test_pages_indexed_before_a_kill_reach_the_spider_on_resume(site, tmp_path):
+    """kill -9 while the spider is in a page's callback: that page was indexed but
+    never processed. On resume its request is fetched again and must reach the
+    spider (it is the same URL, not a near-duplicate of another page)."""
+    pages = [f"/p{i}" for i in range(1, 13)]
+    site.serve({"/": article_html(0, links=tuple(pages))}
+               | {path: article_html(i) for i, path in enumerate(pages, 1)})
+    project = make_project(tmp_path / "project")
+    job, reached, drops = tmp_path / "job", tmp_path / "reached", tmp_path / "drops.jsonl"
+    args = ["crawl", "site", "-s", f"JOBDIR={job}", "-s", f"SIMHASH_LOG_FILE={drops}",
+            "-a", f"base={site.base}", "-a", f"reached={reached}"]
+    first = scrapy_command(project, *args, "-a", "hang=/p6")
+    try:
+        deadline = time.monotonic() + 90
+        while not Path(f"{reached}.hang").exists():
+            assert first.poll() is None, first.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the crawl never reached /p6"
+            time.sleep(0.1)
+    finally:
+        first.kill()  # SIGKILL: no spider_closed, no flush of Scrapy's queue state
+        first.communicate(timeout=30)
+    state = RecordLog.read(job / "simhash.seen")
+    indexed = {url[len(site.base):] for url in state.urls}
+    before = reached.read_text().split()
+    assert "/p6" in indexed and "/p6" not in before  # indexed, never processed
+
+    second = run_scrapy(project, *args, timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = reached.read_text().split()[len(before):]
+    assert set(before) | set(after) == {"/", *pages}  # every page reached the spider
+    assert "/p6" in after
+    events = [json.loads(line) for line in drops.read_text().splitlines()]
+    assert [e["event"] for e in events if e["event"] != "drop"] == ["open", "open", "close"]
+    assert not [e for e in events if e["event"] == "drop" and e["url"] == e["duplicate_of"]]
+    assert events[-1]["self_matches"] >= 1
+    assert "Traceback" not in second.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 8 KB file system (tmpfs); skipped where mounting is not allowed."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mount)],
+            capture_output=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        (mount / "filler").write_bytes(b"x" * 4096)  # one of the two pages
+        yield mount
+    finally:
+        # lazy: the state file may still be open (a failed close leaves it so)
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30, check=False)
+
+
+@deferred_f_from_coro_f
+async def test_full_disk_keeps_checking_in_memory_and_ends_with_an_error(
+    site, small_disk, caplog
+):
+    """The state file fills the disk after a few pages: pages are still checked
+    (copies dropped), the warning says so, and the crawl ends with an ERROR."""
+    long = "x" * 600  # ~650-byte records: the 4 KB left hold a few
+    originals = [f"/p{i}-{long}" for i in range(1, 11)]
+    copies = [f"/copy{i}" for i in range(1, 4)]  # of p8, p9, p10, met after the disk is full
+    pages = {"/": article_html(0, links=(*originals, *copies))}
+    pages |= {path: article_html(i) for i, path in enumerate(originals, 1)}
+    pages |= {path: article_html(7 + i, chrome="Other menu") for i, path in enumerate(copies, 1)}
+    site.serve(pages)
+    path = small_disk / "state.seen"
+    crawler = await crawl(SiteSpider, {**MW, "SIMHASH_PERSIST_PATH": str(path)}, base=site.base)
+    stats = crawler.stats
+    assert sorted(crawler.spider.parsed) == sorted(["/", *originals])  # nothing lost
+    assert stats.get_value("simhash/duplicate_count") == 3  # still checked in memory
+    assert stats.get_value("simhash/index_size") == 11
+    unsaved = stats.get_value("simhash/persist_error_count")
+    assert unsaved and unsaved < 11
+    assert stats.get_value("simhash/backend_error_count") is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+                and r.name.startswith("scrapy_simhash")]
+    assert len([m for m in warnings if "state not saved" in m]) == 1
+    assert not [m for m in warnings if "unchecked" in m]
+    [error] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert error.startswith(f"The simhash state file {path} misses {unsaved} page")
+    saved = RecordLog.read(path)  # what was written is readable
+    assert 0 < len(saved.fingerprints) <= 11 - unsaved

@@ -267,5 +267,37 @@ def test_quality_exits_clearly_without_the_corpus(monkeypatch, capsys) -> None:
     from bench import quality as Q
 
     monkeypatch.setattr(Q, "corpus_dir", lambda: None)
+    monkeypatch.setattr(Q, "site_dir", lambda site: None)
     assert Q.main(["--quick"]) == 2
     assert "needs the evaluation corpus" in capsys.readouterr().err
+
+
+def test_quality_measures_public_doc_sites_without_the_corpus(tmp_path, monkeypatch, capsys):
+    """Without the shared corpus, the documentation sites (Debian's packages) are still
+    measured: all pairs within a site and across sites, with their bars."""
+    from bench import quality as Q
+    from evaluation import corpus as C
+
+    words = "river harbour ferry lantern orchard meadow quarry bakery chapel market".split()
+    for s, site in enumerate(Q.DOC_SITES):
+        folder = tmp_path / site.replace("/", "_")
+        folder.mkdir()
+        for n in range(4):
+            topic = words[(n + 3 * s) % len(words)]
+            text = " ".join(
+                f"The {topic} is {w} and the {w} was {topic}." for w in words[n:] + words[:n]
+            )
+            (folder / f"p{n}.html").write_text(
+                f"<html><head><title>{topic} {n}</title></head><body><div role='main' id='yui-main'>"
+                f"<p>{text}</p></div></body></html>"
+            )
+    monkeypatch.setattr(Q, "corpus_dir", lambda: None)
+    monkeypatch.setattr(C, "corpus_dir", lambda: None)
+    dirs = {site: tmp_path / site.replace("/", "_") for site in Q.DOC_SITES}
+    monkeypatch.setattr(Q, "site_dir", dirs.get)
+    monkeypatch.setattr(C, "site_dir", dirs.get)
+    assert Q.main(["--quick"]) == 0
+    out = capsys.readouterr()
+    assert "web/" in out.err
+    for site in Q.DOC_SITES:
+        assert f"{site}: " in out.out and "(of 6 pairs)" in out.out

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+import xxhash
 
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION, Signature
@@ -16,12 +17,12 @@ from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.index import Match
 from scrapy_simhash.index import TableLayout
 from scrapy_simhash.backends.redis import (
-    FAILURE_HOLDOFF,
     RedisBackend,
     RedisSimhashIndex,
     import_redis,
 )
 from scrapy_simhash.settings import SimhashSettings
+from tests.fixtures_redis import fill_up, make_room
 
 pytestmark = pytest.mark.redis
 
@@ -32,7 +33,7 @@ SKETCH = bytes(range(1, SKETCH_BINS + 1))
 
 def sig(fp: int, sketch: bytes = SKETCH) -> Signature:
     """A signature whose sketch confirms every other one made here."""
-    return Signature(fp, sketch)
+    return Signature(int(fp), sketch)
 
 
 def brute_force(stored: list[tuple[int, int]], fp: int, k: int) -> list[Match]:
@@ -191,6 +192,55 @@ def test_redis_memory_stays_compact(redis_client):
     assert 4 * 12 <= per_fp < 4 * 12 * 1.6, per_fp
 
 
+def test_compact_url_format_keeps_8_bytes_a_page(redis_client):
+    """SIMHASH_REDIS_URLS = "hash": an xxh3-64 hash per page in packed blocks, found
+    again by key (bulk load and script write the same blocks)."""
+    layout = TableLayout.parse("16,16,16,16", 3)
+    make_index(redis_client, layout, prefix="compact:simhash", expected_size=20_000)  # full URLs
+    index = RedisSimhashIndex(
+        redis_client, "compact:simhash", layout, expected_size=20_000, url_format="hash"
+    )
+    with pytest.raises(ValueError, match="urls="):  # the format is part of the identity
+        index.open()
+    index.open(reset=True)
+    fps = np.random.default_rng(6).integers(0, 2**63, size=20_000, dtype=np.uint64)
+    urls = [f"https://www.example.com/news/2026/11/article-{i:07d}.html" for i in range(20_000)]
+    index.add_many(fps[:10_000], urls[:10_000])
+    before = redis_client.info("memory")["used_memory"]
+    index.add_many(fps[10_000:19_999])
+    tables = redis_client.info("memory")["used_memory"] - before
+    before = redis_client.info("memory")["used_memory"]
+    index._add_url_hashes(10_001, urls[10_000:19_999])
+    per_url = (redis_client.info("memory")["used_memory"] - before) / 9_999
+    assert 8 <= per_url < 9.5, per_url
+    assert tables / 9_999 > 4 * 12
+    matches, nearest, key = index.query_and_add(int(fps[5]) ^ 1, urls[-1])
+    assert matches[0].key == 6 and nearest == index.url_token(urls[5]) and key == 0
+    assert nearest == "xxh3:" + xxhash.xxh3_64_hexdigest(urls[5].encode())
+    _, _, key = index.query_and_add(int(fps[-1]), urls[-1])
+    assert key == 20_000 and index.url(20_000) == index.url_token(urls[-1])
+    assert index.url(12_345) == index.url_token(urls[12_344])
+
+
+def test_new_settings_are_validated():
+    from scrapy.settings import Settings
+
+    def config(**values):
+        return SimhashSettings.from_settings(Settings(values))
+
+    assert config().redis_timeout == 0.5 and config().redis_queue == 100_000
+    assert config().redis_key == "%(spider)s:simhash"
+    assert config(SIMHASH_REDIS_CLUSTER=True).redis_key == "{%(spider)s}:simhash"
+    for name, bad in [
+        ("SIMHASH_REDIS_TIMEOUT", 0), ("SIMHASH_REDIS_TIMEOUT", "soon"),
+        ("SIMHASH_REDIS_QUEUE", -1), ("SIMHASH_REDIS_URLS", "short"),
+        ("SIMHASH_MAX_UNCHECKED_SHARE", 1.5), ("SIMHASH_REDIS_CLUSTER", "maybe"),
+        ("SIMHASH_REDIS_SHARDED", "maybe"),
+    ]:  # fmt: skip
+        with pytest.raises(ValueError, match=f"Invalid {name} setting"):
+            config(**{name: bad})
+
+
 def test_rejects_bad_input(redis_client):
     index = make_index(redis_client, TableLayout.parse("16,16,16,16", 3))
     with pytest.raises(ValueError, match="64-bit"):
@@ -242,11 +292,8 @@ def test_reset_clears_and_close_keeps(redis_url, redis_client):
     backend.open("spider")
     assert backend.query_and_add(sig(0xFF), "https://a/") is None
     backend.close()
-    keys = (
-        "spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls",
-        "spider:simhash:sketches",
-    )
-    assert redis_client.exists(*keys) == 4
+    keys = ("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls")
+    assert redis_client.exists(*keys) == 3
     again = backend_for(redis_url)
     assert again.open("spider") == 1
     assert again.query_and_add(sig(0xFE), "https://b/") == Duplicate("https://a/", 0xFF, 1)
@@ -348,30 +395,143 @@ def test_unreachable_at_startup_names_the_url():
     from tests.fixtures_redis import _free_port
 
     url = f"redis://:secret@127.0.0.1:{_free_port()}/0"
-    config = SimhashSettings(backend="redis", redis_url=url, redis_params={"retry": None})
+    config = SimhashSettings(backend="redis", redis_url=url)
+    started = time.monotonic()
     with pytest.raises(BackendError, match=r"Cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1"):
         RedisBackend.from_config(config)
+    assert time.monotonic() - started < 0.5  # one attempt, no retries
 
 
-def test_redis_stopped_and_restarted(redis_server_factory, caplog):
-    server = redis_server_factory()
-    backend = backend_for(server.url, redis_params={"socket_timeout": 2})
+def _wait_for_retry(backend: RedisBackend) -> None:
+    """Sleep out the hold-off after a failure (1 s after the first)."""
+    time.sleep(max(0.0, backend._retry_at - time.monotonic()))
+
+
+def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, caplog):
+    """Killed mid-crawl: each failing call is bounded by the timeout, later ones fail
+    at once (hold-off); pages kept meanwhile are indexed when Redis is back."""
+    server = redis_server_factory("--appendonly", "yes", "--appendfsync", "always")
+    backend = backend_for(server.url, redis_timeout=0.3)
     backend.open("spider")
     assert backend.query_and_add(sig(0xABC), "https://a/") is None
-    server.stop()
-    with pytest.raises(BackendError, match="Redis at redis://127.0.0.1"):
-        backend.query_and_add(sig(0xABD), "https://b/")
-    started = time.monotonic()
-    with pytest.raises(BackendError, match="failed .* ago"):  # fails fast, no retries
-        backend.query_and_add(sig(0xABD), "https://b/")
-    assert time.monotonic() - started < 0.5
-    server.start()  # empty again: no persistence
-    backend._failed_at -= FAILURE_HOLDOFF
+    server.kill()  # SIGKILL: the append-only file has every write (fsync always)
+    timings = []
+    outage = [(0xABD, "https://b/"), (0xF0F0F0, "https://c/"), (0xF0F0F1, "https://d/")]
+    for fp, url in outage:
+        started = time.monotonic()
+        with pytest.raises(BackendError, match="Redis at redis://127.0.0.1.*queued"):
+            backend.query_and_add(sig(fp), url)
+        timings.append(time.monotonic() - started)
+    assert max(timings) < 0.3 + 0.3 and max(timings[1:]) < 0.05, timings  # hold-off: no call
+    assert backend.stats()["queue_length"] == 3
+    server.start()  # the append-only file brings the index back
+    _wait_for_retry(backend)
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
-        assert backend.query_and_add(sig(0xABD), "https://b/") is None
-    assert "vanished" in caplog.text and "answers again" in caplog.text
-    assert backend.query_and_add(sig(0xABC), "https://c/") == Duplicate("https://b/", 0xABD, 1)
+        assert backend.query_and_add(sig(0x123456789), "https://e/") is None
+    assert "answers again" in caplog.text
+    stats = backend.stats()
+    # b duplicates a (stored before), d duplicates c (kept in the same outage): both
+    # were kept by the crawl and are only counted; c is indexed with its URL
+    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 2
+    assert stats["queue_length"] == 0
+    assert backend.query_and_add(sig(0xF0F0F2), "https://f/", add="never") == Duplicate(
+        "https://c/", 0xF0F0F0, 1
+    )
+    assert len(backend) == 3  # a, c, e
     backend.close()
+    assert backend.stats()["unindexed_count"] == 0
+
+
+def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_server_factory):
+    """SIGSTOP: a call waits at most the timeout; the page whose answer never came was
+    stored by Redis once it resumed, and its re-indexing finds it (not stored twice)."""
+    server = redis_server_factory()
+    backend = backend_for(server.url, redis_timeout=0.25)
+    backend.open("spider")
+    assert backend.query_and_add(sig(0x1), "https://a/") is None
+    server.pause()
+    try:
+        started = time.monotonic()
+        with pytest.raises(BackendError, match="Timeout"):
+            backend.query_and_add(sig(0xFF00FF00), "https://b/")
+        hung = time.monotonic() - started
+        assert 0.2 <= hung < 0.25 + 0.3, hung  # not redis-py's 3 retries, nor 30 s
+        _wait_for_retry(backend)
+        started = time.monotonic()
+        with pytest.raises(BackendError):  # reconnects (the kernel accepts), then times out
+            backend.query_and_add(sig(0x0F0F0F0F0F), "https://c/")
+        assert time.monotonic() - started < 0.25 + 0.3
+    finally:
+        server.resume()
+    _wait_for_retry(backend)
+    assert backend.query_and_add(sig(0x7777777777), "https://d/") is None
+    stats = backend.stats()
+    assert stats["queued_count"] == 2 and stats["queue_length"] == 0
+    # b's script ran when the server resumed: re-indexing found b's own URL and did
+    # not store it twice; c's reconnection timed out in its handshake, before the
+    # script was sent, so c is stored now
+    assert stats["reindexed_already_stored_count"] >= 1, stats
+    assert stats["reindexed_already_stored_count"] + stats.get("reindexed_count", 0) == 2
+    assert len(backend) == 4  # a, b, c, d: each once
+    backend.close()
+
+
+@pytest.mark.parametrize("url_format", ["full", "hash"])
+def test_redis_full_checks_but_queues_until_there_is_room(
+    redis_server_factory, caplog, url_format
+):
+    """maxmemory + noeviction: pages are still checked against the stored ones; new
+    ones wait in the queue and are stored once memory is freed."""
+    server = redis_server_factory("--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+    backend = backend_for(server.url, redis_urls=url_format)
+    backend.open("spider")
+    assert backend.query_and_add(sig(0xAAAA), "https://a/") is None
+    client = import_redis().Redis.from_url(server.url)
+    filled = fill_up(client)
+    with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
+        assert backend.query_and_add(sig(0xAAAB), "https://b/") is not None  # checked
+        assert backend.query_and_add(sig(0x5555_0000_0000), "https://c/") is None  # kept
+        # kept: c is not stored, so d cannot be found to repeat it
+        assert backend.query_and_add(sig(0x5555_0000_0001), "https://d/") is None
+    assert "out of memory" in caplog.text
+    stats = backend.stats()
+    assert stats["unstored_count"] == 2 and stats["queue_length"] == 2
+    assert len(backend) == 1
+    make_room(client, filled)
+    time.sleep(max(0.0, backend._flush_after - time.monotonic()))
+    assert backend.query_and_add(sig(0x9999_9999_0000_0000), "https://e/") is None
+    stats = backend.stats()
+    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
+    assert len(backend) == 3
+    found = backend.query_and_add(sig(0x5555_0000_0002), "https://f/", add="never")
+    assert found.url == backend.index.url_token("https://c/")
+    backend.close()
+    client.close()
+
+
+def test_queue_is_bounded_and_what_is_left_is_reported(redis_server_factory, caplog):
+    server = redis_server_factory()
+    backend = backend_for(server.url, redis_timeout=0.2, redis_queue=2)
+    backend.open("spider")
+    server.kill()
+    for i in range(4):
+        with pytest.raises(BackendError):
+            backend.query_and_add(sig(i << 20), f"https://{i}/")
+    with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
+        backend.close()
+    stats = backend.stats()
+    assert stats["queued_count"] == 2 and stats["queue_overflow_count"] == 2
+    assert stats["unindexed_count"] == 2
+    assert "2 pages kept while Redis" in caplog.text and "never indexed" in caplog.text
+
+
+def test_timeout_settings_override_redis_params():
+    from scrapy_simhash.backends.redis import connection_params
+
+    params = connection_params({"socket_timeout": 30, "db": 2, "retry_on_timeout": True}, 0.4)
+    assert params["socket_timeout"] == params["socket_connect_timeout"] == 0.4
+    assert params["retry"].get_retries() == 0 and params["db"] == 2
+    assert "retry_on_timeout" not in params
 
 
 def test_backend_duplicate_names_the_nearest(redis_url):

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
+import re
 
 import pytest
 from scrapy.settings import Settings
 
+from scrapy_simhash import settings as settings_module
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
-from scrapy_simhash.settings import SimhashSettings
+from scrapy_simhash.settings import DEFAULTS, SETTINGS, SimhashSettings
 
 pytestmark = pytest.mark.scrapy
 
@@ -22,7 +25,7 @@ def test_defaults():
     config = load()
     assert config == SimhashSettings()
     assert config.enabled is True
-    assert config.max_distance == DEFAULT_MAX_DISTANCE == 5
+    assert config.max_distance == DEFAULT_MAX_DISTANCE == 6
     assert config.layout == "auto"
     assert config.min_features == DEFAULT_MIN_FEATURES
     assert config.action == "drop"
@@ -126,3 +129,33 @@ def test_invalid_value_names_the_setting(name, value):
     with pytest.raises(ValueError, match=name) as info:
         load(**{name: value})
     assert repr(value) in str(info.value)
+
+
+def test_settings_table_is_the_home_of_every_default():
+    """SETTINGS names every SIMHASH_* setting the reader uses, once, with a default
+    that from_settings applies and a one-line description."""
+    names = [spec.name for spec in SETTINGS]
+    assert len(names) == len(set(names))
+    assert all(name.startswith("SIMHASH_") for name in names)
+    assert all(spec.help and "\n" not in spec.help for spec in SETTINGS)
+    source = inspect.getsource(settings_module)
+    read = set(re.findall(r'"(SIMHASH_[A-Z_]+)"', source.split("SETTINGS: tuple")[1]))
+    assert read == set(names)
+    # the defaults as settings give the same configuration as no settings at all
+    assert load(**{spec.name: spec.default for spec in SETTINGS}) == load()
+    assert DEFAULTS["SIMHASH_MAX_DISTANCE"] == load().max_distance == DEFAULT_MAX_DISTANCE
+
+
+@pytest.mark.parametrize(
+    ("name", "default", "attribute", "value"),
+    [
+        ("SIMHASH_MAX_DISTANCE", 4, "max_distance", 4),
+        ("SIMHASH_ACTION", "log", "action", "log"),
+        ("SIMHASH_LOG_LEVEL", "WARNING", "log_level", logging.WARNING),
+        ("SIMHASH_DEBUG", True, "debug", True),
+        ("SIMHASH_MIN_FEATURES", 9, "min_features", 9),
+    ],
+)
+def test_defaults_are_read_from_the_table(monkeypatch, name, default, attribute, value):
+    monkeypatch.setitem(DEFAULTS, name, default)
+    assert getattr(load(), attribute) == value

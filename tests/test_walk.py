@@ -18,6 +18,7 @@ from lxml import etree
 from parsel import Selector
 
 from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
+from evaluation.hostile import SHAPES
 from scrapy_simhash.fingerprinting import extract as E
 
 COMPILED = E._walk
@@ -48,6 +49,11 @@ def _item(item) -> tuple:
             item.depth, item.chars)
 
 
+def budgets_of(walker) -> tuple:
+    return (walker.chars, walker.elements, walker.read, walker.scan_chars, walker.scan_elements,
+            walker.items, walker.name_chars, walker.names)
+
+
 def walk_result(root, compiled: bool, **budgets: int) -> tuple:
     """What the walker returns for a page: the first walk, the full expansion
     (every placeholder walked, nested walks included), the budgets used, and
@@ -55,11 +61,11 @@ def walk_result(root, compiled: bool, **budgets: int) -> tuple:
     with walk_mode(compiled, **budgets):
         _, body = E._head_and_body(root)
         start = body if body is not None else root
-        walker = E._Walker(start)
+        walker = E._Walker()
         items, spans = walker.run(start, E._HEADING_TAGS.get(start.tag, 0), False, False)
-        first = ([_item(i) for i in items], spans, walker.chars, walker.elements)
+        first = ([_item(i) for i in items], spans, budgets_of(walker))
         full = walker.expand(items, spans, -1, True)
-        return first, full, walker.chars, walker.elements, E.extract(root)
+        return first, full, budgets_of(walker), E.extract(root)
 
 
 def assert_same(root, **budgets: int) -> None:
@@ -171,3 +177,31 @@ def test_corpus_pages() -> None:
         data = path.read_bytes()
         assert_same(E.parse_html(data))
         assert_same(Selector(text=data.decode("utf-8", errors="replace")).root)
+
+
+@needs_compiled
+def test_tag_bits_are_the_same_in_both_walks() -> None:
+    assert COMPILED.TAG_BITS == E.TAG_BITS
+    # The Python walk's tuples are read off the same codes.
+    assert E._tag_rule("script") is E._SKIP
+    assert E._tag_rule("nav") == (True, False, True, None, False, False, True)
+    assert E._tag_rule("{urn:x}header") == (False, True, True, None, False, False, True)
+    assert E._tag_rule("article") == (False, False, False, None, False, True, True)
+    assert E._tag_rule("a") == (False, False, True, None, True, False, False)
+    assert E._tag_rule("h2")[3] == 2 and E._tag_rule("pre")[3] == E._CODE
+
+
+@needs_compiled
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_hostile_shapes_within_budgets(shape: str) -> None:
+    """Both walks cut the hostile shapes at the same places, with every budget
+    small enough to run out."""
+    page = SHAPES[shape](20_000)
+    small = dict(
+        MAX_READ_CHARS=4000, MAX_SCAN_CHARS=3000, MAX_SCAN_ELEMENTS=300, MAX_ELEMENTS=1500,
+        MAX_ATTRIBUTE_CHARS=40, MAX_DEPTH=20, MAX_TEXT_CHARS=2500, MAX_NAME_CHARS=500,
+        MAX_ITEMS=300,
+    )
+    for root in (E.parse_html(page), Selector(text=page).root):
+        assert_same(root)
+        assert_same(root, **small)

@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from scrapy_simhash.fingerprinting.signature import Signature
     from scrapy_simhash.settings import SimhashSettings
 
-__all__ = ["BUILTIN_BACKENDS", "Backend", "BackendError", "Duplicate", "load_backend"]
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "Backend",
+    "BackendError",
+    "Duplicate",
+    "PersistenceError",
+    "load_backend",
+]
 
 #: ``SIMHASH_BACKEND`` short names and the classes they stand for.
 BUILTIN_BACKENDS = {
@@ -40,12 +47,19 @@ class BackendError(Exception):
     """The index could not be read or written (I/O, network, bad state)."""
 
 
+class PersistenceError(BackendError):
+    """The page was checked and indexed, but could not be persisted (a full
+    disk, say): ``query_and_add`` found no match, and only the saved state
+    lacks the page."""
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What the middleware needs of an index backend.
 
     Failures raise :class:`BackendError`; the middleware applies
-    ``SIMHASH_REDIS_ON_ERROR`` to them.
+    ``SIMHASH_REDIS_ON_ERROR`` to them. A page that was checked and indexed
+    but not persisted raises :class:`PersistenceError` (the page is kept).
     """
 
     @classmethod

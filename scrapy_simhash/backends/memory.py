@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scrapy_simhash.backends import BackendError, Duplicate
+from scrapy_simhash.backends import BackendError, Duplicate, PersistenceError
 from scrapy_simhash.backends.state import StateError, check_state, state_header
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms
 from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex, TableLayout
@@ -157,7 +157,7 @@ class MemoryBackend:
                 try:
                     self._log.append(fingerprint, row, signature.sketch + data)
                 except OSError as exc:
-                    raise BackendError(
+                    raise PersistenceError(
                         f"Cannot append to the simhash state file {self.persist_path}: {exc}"
                     ) from exc
         if not confirmed:

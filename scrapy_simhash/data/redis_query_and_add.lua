@@ -3,43 +3,52 @@
 -- to, in one atomic call.
 --
 -- KEYS[1]  metadata hash (fields: signature, size, ...)
--- KEYS[2]  URL hash (decimal key -> URL)
--- KEYS[3]  sketch hash (decimal key -> sketch bytes)
+-- KEYS[2]  URL hash: decimal key -> URL (URL format "full"), or
+--          key // B -> B packed 8-byte URL hashes in key order ("hash", compact)
+-- KEYS[3]  sketch hash: decimal key -> the page's sketch
 -- KEYS[4..] one hash per permuted table: bucket field -> packed entries
 -- ARGV[1]  fingerprint, 8 bytes big-endian
 -- ARGV[2]  k
 -- ARGV[3]  "if_new" | "always" | "never"
--- ARGV[4]  URL stored with the new key ("" stores none)
+-- ARGV[4]  URL stored with the new key ("" stores none), or its 8-byte hash
 -- ARGV[5]  layout signature the caller was opened with
--- ARGV[6]  the query's sketch ("": no confirmation, every candidate counts)
--- ARGV[7]  CONFIRM: a candidate is confirmed when matches * 64 >= CONFIRM *
---          filled, filled > 0 (bins holding the same non-zero byte in both
---          sketches; bins non-zero in either): the rule of
+-- ARGV[6]  URL format: 0 for "full", B (the block size) for "hash"
+-- ARGV[7]  the query's sketch ("": no confirmation, every candidate counts)
+-- ARGV[8]  CONFIRM: a candidate is confirmed when matches * 64 >= CONFIRM *
+--          filled and filled > 0 (matches: bins holding the same non-zero byte
+--          in both sketches; filled: bins non-zero in either), the rule of
 --          scrapy_simhash.fingerprinting.signature.confirms, exactly. A stored
 --          page without a sketch is never confirmed.
--- ARGV[8..] bucket field of the query in each table, same order as KEYS[4..]
+-- ARGV[9..] bucket field of the query in each table, same order as KEYS[4..]
 --
 -- An entry is 12 bytes: fingerprint (8, big-endian) then key (4, big-endian).
 -- Lua numbers are doubles, so 64-bit values are handled as two 32-bit halves
 -- with the bit library, popcount by clearing the lowest set bit (stops at k+1).
 --
--- Returns {status, new_key, nearest_url, matches, unconfirmed}: status 0 ok,
--- -1 metadata missing, -2 signature differs (then new_key holds the stored
--- signature); matches is the concatenation of (entry, distance byte) of every
--- distinct stored page within k whose sketch confirms it, found before the
--- insertion; unconfirmed counts the candidates within k that were not.
+-- Returns {status, new_key, nearest_url, matches}: status 0 ok, -1 metadata
+-- missing, -2 signature differs (then new_key holds the stored signature),
+-- -3 Redis is full (maxmemory): the probe ran, nothing was written;
+-- matches is the concatenation of (entry, distance byte) of every distinct
+-- stored page within k whose sketch confirms it, found before the insertion
+-- (the query is inserted by "if_new" when there is none); nearest_url is
+-- the nearest's URL (or its 8-byte hash in the "hash" format).
+--
+-- Steps: 1. check the metadata, 2. probe every table, 3. read the nearest's
+-- URL, 4. insert (when asked to and allowed).
 
 local meta, urls, sketches = KEYS[1], KEYS[2], KEYS[3]
 local query, k, mode, url, signature = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local sketch, confirm = ARGV[6], tonumber(ARGV[7])
-local first_table = 4
+local url_block = tonumber(ARGV[6])
+local sketch, confirm = ARGV[7], tonumber(ARGV[8])
+local FIRST_TABLE, FIRST_BUCKET = 4, 9
 
+-- 1. the index must be the one the caller opened
 local stored = redis.call('HGET', meta, 'signature')
 if not stored then
-  return {-1, '', '', '', 0}
+  return {-1, '', '', ''}
 end
 if stored ~= signature then
-  return {-2, stored, '', '', 0}
+  return {-2, stored, '', ''}
 end
 
 local band, bxor = bit.band, bit.bxor
@@ -54,7 +63,8 @@ local function confirms(key)
     return true
   end
   local k1, k2, k3, k4 = byte(key, 1, 4)
-  local other = redis.call('HGET', sketches, string.format('%d', ((k1 * 256 + k2) * 256 + k3) * 256 + k4))
+  local id = ((k1 * 256 + k2) * 256 + k3) * 256 + k4
+  local other = redis.call('HGET', sketches, string.format('%d', id))
   if not other or #other ~= #sketch then
     return false
   end
@@ -71,15 +81,16 @@ local function confirms(key)
   return filled > 0 and matches * 64 >= confirm * filled
 end
 
-local ntables = #KEYS - first_table + 1
+-- 2. probe: every stored fingerprint within k in the query's bucket of each
+-- table, kept when its sketch confirms it
+local ntables = #KEYS - FIRST_TABLE + 1
 local blobs = {}
 local seen = {}
 local found = {}
-local unconfirmed = 0
 local best_d, best_key = k + 1, nil
 
 for t = 1, ntables do
-  local blob = redis.call('HGET', KEYS[t + first_table - 1], ARGV[t + 7])
+  local blob = redis.call('HGET', KEYS[t + FIRST_TABLE - 1], ARGV[t + FIRST_BUCKET - 1])
   blobs[t] = blob
   if blob then
     for i = 1, #blob, 12 do
@@ -106,8 +117,6 @@ for t = 1, ntables do
               if d < best_d or (d == best_d and key < best_key) then
                 best_d, best_key = d, key
               end
-            else
-              unconfirmed = unconfirmed + 1
             end
           end
         end
@@ -116,16 +125,33 @@ for t = 1, ntables do
   end
 end
 
+-- 3. the nearest's URL (or URL hash)
 local nearest_url = ''
 if best_key then
   local k1, k2, k3, k4 = byte(best_key, 1, 4)
   local id = ((k1 * 256 + k2) * 256 + k3) * 256 + k4
-  nearest_url = redis.call('HGET', urls, string.format('%d', id)) or ''
+  if url_block > 0 then
+    local block = redis.call('HGET', urls, string.format('%d', math.floor(id / url_block)))
+    local at = (id % url_block) * 8 + 1
+    nearest_url = block and sub(block, at, at + 7) or ''
+  else
+    nearest_url = redis.call('HGET', urls, string.format('%d', id)) or ''
+  end
 end
 
+-- 4. insert. The first write is a pcall: Redis refuses every write of a
+-- script that started above maxmemory (noeviction), so either all of them
+-- run or none; a refused one returns the probe's answer with status -3.
 local new_key = 0
 if mode == 'always' or (mode == 'if_new' and #found == 0) then
-  new_key = redis.call('HINCRBY', meta, 'size', 1)
+  local reply = redis.pcall('HINCRBY', meta, 'size', 1)
+  if type(reply) == 'table' and reply.err then
+    if string.find(reply.err, 'OOM', 1, true) then
+      return {-3, 0, nearest_url, table.concat(found)}
+    end
+    return reply
+  end
+  new_key = reply
   if new_key > 4294967295 then
     redis.call('HINCRBY', meta, 'size', -1)
     return redis.error_reply('simhash index full: keys are 32-bit')
@@ -134,9 +160,20 @@ if mode == 'always' or (mode == 'if_new' and #found == 0) then
     math.floor(new_key / 16777216) % 256, math.floor(new_key / 65536) % 256,
     math.floor(new_key / 256) % 256, new_key % 256)
   for t = 1, ntables do
-    redis.call('HSET', KEYS[t + first_table - 1], ARGV[t + 7], (blobs[t] or '') .. entry)
+    redis.call('HSET', KEYS[t + FIRST_TABLE - 1], ARGV[t + FIRST_BUCKET - 1], (blobs[t] or '') .. entry)
   end
-  if url ~= '' then
+  if url_block > 0 then
+    -- keys are handed out in order, so a block is append-only: key n is at
+    -- offset (n % B) * 8; a missing URL is stored as 8 zero bytes
+    local field = string.format('%d', math.floor(new_key / url_block))
+    local hash = url ~= '' and url or string.rep('\0', 8)
+    local block = redis.call('HGET', urls, field) or ''
+    local want = (new_key % url_block) * 8
+    if #block < want then
+      block = block .. string.rep('\0', want - #block)
+    end
+    redis.call('HSET', urls, field, sub(block, 1, want) .. hash)
+  elseif url ~= '' then
     redis.call('HSET', urls, string.format('%d', new_key), url)
   end
   if sketch ~= '' then
@@ -144,4 +181,4 @@ if mode == 'always' or (mode == 'if_new' and #found == 0) then
   end
 end
 
-return {0, new_key, nearest_url, table.concat(found), unconfirmed}
+return {0, new_key, nearest_url, table.concat(found)}

@@ -12,7 +12,12 @@ No name re-exported here is also a module's name (``extract``, ``features``,
 """
 
 from scrapy_simhash.fingerprinting.extract import MainText, parse_html, plain_elements
-from scrapy_simhash.fingerprinting.features import page_features, page_main_text
+from scrapy_simhash.fingerprinting.features import (
+    PageFeatures,
+    analyse_page,
+    page_features,
+    page_main_text,
+)
 from scrapy_simhash.fingerprinting.hashing import (
     DEFAULT_MIN_FEATURES,
     FINGERPRINT_VERSION,
@@ -35,7 +40,9 @@ __all__ = [
     "FINGERPRINT_VERSION",
     "FingerprintResult",
     "MainText",
+    "PageFeatures",
     "Signature",
+    "analyse_page",
     "fingerprint",
     "fingerprint_details",
     "hamming",

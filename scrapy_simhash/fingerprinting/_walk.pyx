@@ -20,7 +20,8 @@ from lxml.includes cimport tree
 
 cetree.import_lxml__etree()
 
-# Tag codes (see _tag_code).
+# Tag codes: the bits of extract.TAG_BITS (tests/test_walk.py checks TAG_BITS
+# below equals it).
 cdef enum:
     SKIP = 1
     DROP_TAG = 2
@@ -29,6 +30,12 @@ cdef enum:
     IS_LINK = 16
     IS_MAIN = 32
     BLOCK = 64
+    KIND_SHIFT = 8
+
+TAG_BITS = {
+    "SKIP": SKIP, "DROP_TAG": DROP_TAG, "HEADER": HEADER, "NAMED": NAMED,
+    "IS_LINK": IS_LINK, "IS_MAIN": IS_MAIN, "BLOCK": BLOCK, "KIND_SHIFT": KIND_SHIFT,
+}
 
 cdef enum:
     CACHE_SIZE = 256  # tag name pointer -> code, per walk (a power of two)
@@ -74,16 +81,19 @@ cdef inline Py_ssize_t _code_points(const unsigned char* s) noexcept nogil:
     return n
 
 
-cdef Py_ssize_t _dropped_chars(tree.xmlNode* el, bint* known) noexcept:
-    """``_spaced_length(tostring(el, method="text"))`` less the text of the
-    scripts and styles inside ``el`` (``_Walker.script_chars``), counted in one
-    pass over the subtree. ``known`` is cleared when it holds an entity
-    reference (Python counts it then)."""
+cdef Py_ssize_t _dropped_chars(
+    tree.xmlNode* el, Py_ssize_t* chars_left, Py_ssize_t* elements_left
+) noexcept:
+    """``extract._measure``: the length of the text of ``el``'s subtree with
+    runs of whitespace counted as one space, less the text of the scripts and
+    styles inside it, counted in one pass over the subtree. Both budgets are
+    reduced by what was read, or set to -1 (spent) when it holds more than
+    ``chars_left`` characters or ``elements_left`` elements."""
     cdef tree.xmlNode* c = el.children
     cdef tree.xmlNode* t
     cdef const unsigned char* s
     cdef Py_UCS4 ch
-    cdef Py_ssize_t nonspace = 0, words = 0, scripts = 0
+    cdef Py_ssize_t nonspace = 0, words = 0, scripts = 0, read = 0, elements = 0
     cdef bint in_word = False
     cdef unsigned char b
     while c is not NULL:
@@ -114,6 +124,7 @@ cdef Py_ssize_t _dropped_chars(tree.xmlNode* el, bint* known) noexcept:
                 else:  # not UTF-8 (libxml2 does not store such text)
                     ch = 0xFFFD
                     s += 1
+                read += 1
                 if Py_UNICODE_ISSPACE(ch):
                     in_word = False
                 else:
@@ -121,24 +132,34 @@ cdef Py_ssize_t _dropped_chars(tree.xmlNode* el, bint* known) noexcept:
                     if not in_word:
                         words += 1
                         in_word = True
-        elif c.type == tree.XML_ENTITY_REF_NODE:
-            known[0] = False
-            return 0
-        elif c.type == tree.XML_ELEMENT_NODE and _is_script(c):
-            t = _text_or_skip(c.children)
-            while t is not NULL:
-                if t.content is not NULL:
-                    scripts += _code_points(<const unsigned char*>t.content)
-                t = _text_or_skip(t.next)
-        # next node in document order, not leaving el
+            if read > chars_left[0]:
+                chars_left[0] = elements_left[0] = -1
+                return 0
+        elif c.type == tree.XML_ELEMENT_NODE:
+            elements += 1
+            if elements > elements_left[0]:
+                chars_left[0] = elements_left[0] = -1
+                return 0
+            if _is_script(c):
+                t = _text_or_skip(c.children)
+                while t is not NULL:
+                    if t.content is not NULL:
+                        scripts += _code_points(<const unsigned char*>t.content)
+                    t = _text_or_skip(t.next)
+        # next node in document order, not leaving el (entity references'
+        # content is not text, as for lxml)
         if c.children is not NULL and c.type == tree.XML_ELEMENT_NODE:
             c = c.children
             continue
         while c.next is NULL:
             c = c.parent
             if c is el or c is NULL:
-                return (nonspace + words - 1 if words else 0) - scripts
-        c = c.next
+                c = NULL
+                break
+        if c is not NULL:
+            c = c.next
+    chars_left[0] -= read
+    elements_left[0] -= elements
     return (nonspace + words - 1 if words else 0) - scripts
 
 
@@ -146,11 +167,13 @@ cdef class _State:
     cdef cetree._Document doc
     cdef char* buf
     cdef Py_ssize_t size, capacity
-    cdef Py_ssize_t link, chars, elements
-    cdef Py_ssize_t max_chars, max_elements
+    cdef Py_ssize_t link, chars, elements, read, scan_chars, scan_elements, name_chars, first_item
+    cdef Py_ssize_t max_chars, max_elements, max_read, max_scan, max_attribute, cached_value
+    cdef Py_ssize_t max_items
     cdef int max_depth
     cdef list items, spans
-    cdef object tag_code, boiler_name, hides, dropped, flat_text
+    cdef dict names
+    cdef object tag_code, boiler_name, boiler_name_long, hides, dropped, flat_text
     cdef const void* cache_names[CACHE_SIZE]
     cdef int cache_codes[CACHE_SIZE]
     cdef int cached
@@ -159,8 +182,19 @@ cdef class _State:
         PyMem_Free(self.buf)
 
     cdef int add(self, const char* data, Py_ssize_t size, bint in_link) except -1:
-        cdef Py_ssize_t need = self.size + size, i
+        """Append text, cut where :data:`MAX_READ_CHARS` runs out."""
+        cdef Py_ssize_t need, i, points = 0, left = self.max_read - self.read
         cdef char* grown
+        for i in range(size):  # characters, not bytes: the non-continuation bytes
+            if (<unsigned char>data[i] & 0xC0) != 0x80:
+                if points == left:
+                    size = i
+                    break
+                points += 1
+        self.read += points
+        if in_link:
+            self.link += points
+        need = self.size + size
         if need > self.capacity:
             need = max(need, 2 * self.capacity, 256)
             grown = <char*>PyMem_Realloc(self.buf, need)
@@ -169,10 +203,6 @@ cdef class _State:
             self.buf, self.capacity = grown, need
         memcpy(self.buf + self.size, data, size)
         self.size += size
-        if in_link:  # characters, not bytes: count the non-continuation bytes
-            for i in range(size):
-                if (<unsigned char>data[i] & 0xC0) != 0x80:
-                    self.link += 1
         return 0
 
     cdef int add_text(self, tree.xmlNode* c, bint in_link) except -1:
@@ -188,9 +218,7 @@ cdef class _State:
         cdef bytes data
         if text:
             data = text.encode("utf-8")
-            self.add(data, len(data), False)
-            if in_link:
-                self.link += len(text)
+            self.add(data, len(data), in_link)
         return 0
 
     cdef int flush(self, int kind) except -1:
@@ -234,13 +262,52 @@ cdef class _State:
         return code
 
     cdef object attribute(self, tree.xmlNode* c, tree.xmlAttr* attr):
+        """An attribute's value, its first ``max_attribute`` characters only
+        (``extract._cut``)."""
         cdef tree.xmlNode* t = attr.children
+        cdef const unsigned char* s
+        cdef Py_ssize_t n = 0, points = 0
+        cdef str value
         if t is NULL:
             return ""
         if t.next is NULL and t.type == tree.XML_TEXT_NODE and t.content is not NULL:
-            return (<const char*>t.content).decode("utf-8")
+            s = <const unsigned char*>t.content
+            while s[n]:
+                if (s[n] & 0xC0) != 0x80:
+                    if points == self.max_attribute:
+                        break
+                    points += 1
+                n += 1
+            return PyUnicode_DecodeUTF8(<const char*>s, n, NULL)
         # Entity references in the value: as lxml reads it.
-        return cetree.elementFactory(self.doc, c).get((<const char*>attr.name).decode("utf-8"))
+        value = cetree.elementFactory(self.doc, c).get((<const char*>attr.name).decode("utf-8"))
+        return value[:self.max_attribute]
+
+    cdef bint boiler(self, tree.xmlNode* c, tree.xmlAttr* attr) except -1:
+        """``extract._Walker.boiler``: each distinct value classified once per
+        page, within the page's budget; short values through the cache."""
+        cdef str value = self.attribute(c, attr)
+        cdef object known = self.names.get(value)
+        if known is not None:
+            return known is True
+        if len(value) > self.name_chars:
+            self.name_chars = -1
+            return False
+        self.name_chars -= len(value)
+        if len(value) <= self.cached_value:
+            known = bool(self.boiler_name(value))
+        else:
+            known = bool(self.boiler_name_long(value))
+        self.names[value] = known
+        return known is True
+
+    cdef object style(self, str value):
+        """``extract._Walker.style``: None once the page's budget is spent."""
+        if len(value) > self.name_chars:
+            self.name_chars = -1
+            return None
+        self.name_chars -= len(value)
+        return value
 
     cdef int named_drop(self, tree.xmlNode* c, bint* weak) except -1:
         """The class/id, hidden and landmark rules, on no-namespace attributes."""
@@ -268,10 +335,10 @@ cdef class _State:
                 elif strcmp(name, "style") == 0:
                     style = attr
             attr = attr.next
-        if klass is not NULL and self.boiler_name(self.attribute(c, klass)):
+        if klass is not NULL and self.boiler(c, klass):
             weak[0] = True
             return True
-        if ident is not NULL and self.boiler_name(self.attribute(c, ident)):
+        if ident is not NULL and self.boiler(c, ident):
             weak[0] = True
             return True
         if hidden or aria is not NULL or role is not NULL or style is not NULL:
@@ -279,7 +346,7 @@ cdef class _State:
                 hidden,
                 None if aria is NULL else self.attribute(c, aria),
                 None if role is NULL else self.attribute(c, role),
-                None if style is NULL else self.attribute(c, style),
+                None if style is NULL else self.style(self.attribute(c, style)),
             ))
         return False
 
@@ -289,18 +356,28 @@ cdef class _State:
         """Returns 1, or 0 when a budget ran out (the walk stops)."""
         cdef tree.xmlNode* c
         cdef int code, child_kind
-        cdef bint drop, weak, child_link, child_main, block, known
-        cdef Py_ssize_t first = 0, chars
+        cdef bint drop, weak, child_link, child_main, block
+        cdef Py_ssize_t first = 0, chars, used
+        cdef str text
         self.add_text(el.children, in_link)
         depth += 1
         c = el.children
         while c is not NULL:
             if c.type == tree.XML_ELEMENT_NODE:
                 self.elements += 1
-                if self.elements > self.max_elements or self.chars > self.max_chars:
+                if (
+                    self.elements > self.max_elements or self.chars > self.max_chars
+                    or self.read >= self.max_read
+                    or self.first_item + len(self.items) >= self.max_items
+                ):
                     return 0
                 if depth > self.max_depth:
-                    self.add_str(self.flat_text(cetree.elementFactory(self.doc, c)), in_link)
+                    text, used = self.flat_text(
+                        cetree.elementFactory(self.doc, c),
+                        self.max_read - self.read, self.max_elements - self.elements,
+                    )
+                    self.elements += used
+                    self.add_str(text, in_link)
                     code = SKIP
                 else:
                     code = self.rule(c)
@@ -309,19 +386,20 @@ cdef class _State:
                     drop = (code & DROP_TAG) or ((code & HEADER) and not in_main)
                     if not drop and (code & NAMED) and c.properties is not NULL:
                         drop = self.named_drop(c, &weak)
-                    child_kind = (code >> 8) - 1 if code >> 8 else kind
+                    child_kind = (code >> KIND_SHIFT) - 1 if code >> KIND_SHIFT else kind
                     child_link = in_link or (code & IS_LINK)
                     child_main = in_main or (code & IS_MAIN)
                     block = code & BLOCK
                     if drop:
                         if self.size:
                             self.flush(kind)
-                        known = True
-                        chars = _dropped_chars(c, &known)
+                        if self.scan_chars >= 0:
+                            chars = _dropped_chars(c, &self.scan_chars, &self.scan_elements)
+                        if self.scan_chars < 0:  # past the scan budgets: spent
+                            chars = self.max_scan
                         self.items.append(self.dropped(
                             cetree.elementFactory(self.doc, c),
-                            child_kind, child_link, child_main, weak, depth,
-                            chars if known else None,
+                            child_kind, child_link, child_main, weak, depth, chars,
                         ))
                     else:
                         if block:
@@ -354,28 +432,42 @@ def walk(
     bint in_link,
     bint in_main,
     int depth,
-    Py_ssize_t chars,
-    Py_ssize_t elements,
-    Py_ssize_t max_chars,
-    Py_ssize_t max_elements,
-    int max_depth,
+    tuple used,
+    tuple limits,
     tag_code,
+    dict names,
     boiler_name,
+    boiler_name_long,
     hides,
     dropped,
     flat_text,
 ):
-    """``(items, spans, chars, elements)`` of the subtree of ``start``: see
+    """``(items, spans, chars, elements, read, scan_chars, scan_elements,
+    name_chars)`` of the subtree of ``start``, given the budgets ``used`` so far
+    (those and the items made) and the ``limits`` (MAX_TEXT_CHARS,
+    MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
+    MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS); ``names`` is the
+    page's class/id values already classified: see
     ``scrapy_simhash.fingerprinting.extract._Walker.run``."""
     cdef _State state = _State.__new__(_State)
     state.doc = start._doc
-    state.chars, state.elements = chars, elements
-    state.max_chars, state.max_elements, state.max_depth = max_chars, max_elements, max_depth
+    (
+        state.chars, state.elements, state.read, state.scan_chars, state.scan_elements,
+        state.name_chars, state.first_item,
+    ) = used
+    (
+        state.max_chars, state.max_elements, state.max_read, state.max_depth, state.max_scan,
+        state.max_attribute, state.cached_value, state.max_items,
+    ) = limits
+    state.names = names
     state.items, state.spans = [], []
-    state.tag_code, state.boiler_name, state.hides = tag_code, boiler_name, hides
-    state.dropped, state.flat_text = dropped, flat_text
+    state.tag_code, state.boiler_name, state.boiler_name_long = tag_code, boiler_name, boiler_name_long
+    state.hides, state.dropped, state.flat_text = hides, dropped, flat_text
     state.walk(start._c_node, kind, in_link, in_main, depth)
     if state.size:
         state.flush(kind)
     state.spans.append((0, len(state.items)))
-    return state.items, state.spans, state.chars, state.elements
+    return (
+        state.items, state.spans, state.chars, state.elements, state.read, state.scan_chars,
+        state.scan_elements, state.name_chars,
+    )

@@ -32,12 +32,23 @@ class/id rules are ignored, and if that is still too little, all visible text
 is used. Soft-dropped subtrees are only walked when the guard or a fallback
 needs them, which keeps the walk under a millisecond on typical pages.
 
-Bounds, so that a 10 MB page costs a bounded time: HTML given as ``str`` or
-``bytes`` is cut to its first :data:`MAX_HTML_CHARS` characters before
-parsing, and walking stops after :data:`MAX_TEXT_CHARS` characters of visible
-text or :data:`MAX_ELEMENTS` elements. Elements nested more than
-:data:`MAX_DEPTH` levels below the start are read as plain text (parsel's
-trees can be 2,048 levels deep), so the walk's recursion is bounded.
+Bounds, so that any page costs a bounded time, whatever its size or shape
+and whether it is given as HTML or as a tree (parsel's included): HTML given as
+``str`` or ``bytes`` is cut to its first :data:`MAX_HTML_CHARS` characters
+before parsing; the walks of a page read at most :data:`MAX_READ_CHARS`
+characters of text into blocks and stop after :data:`MAX_TEXT_CHARS` kept
+characters or :data:`MAX_ELEMENTS` elements; measuring the soft-dropped
+subtrees reads at most :data:`MAX_SCAN_CHARS` characters and
+:data:`MAX_SCAN_ELEMENTS` elements in all; attribute values are read up to
+:data:`MAX_ATTRIBUTE_CHARS` characters, the title up to :data:`MAX_TITLE_CHARS`; at most :data:`MAX_NAME_CHARS`
+characters of distinct class/id values are classified and :data:`MAX_ITEMS`
+blocks made.
+Elements nested more than :data:`MAX_DEPTH` levels below the start are read as
+plain text (parsel's trees can be 2,048 levels deep), so the walk's recursion is
+bounded. Caches keyed by page content hold bounded keys (class/id values up to
+:data:`_CACHED_VALUE_CHARS` characters, class names up to
+:data:`_CACHED_NAME_CHARS`). ``make bench-hostile`` shows the cost of hostile
+shapes on both paths.
 
 The walk is compiled (``_walk.pyx``, over lxml's C API) when the package was
 built with it, and done in Python otherwise: the same results either way.
@@ -74,13 +85,33 @@ logger = logging.getLogger(__name__)
 
 #: Characters of HTML parsed at most (longer ``str``/``bytes`` pages are cut).
 MAX_HTML_CHARS = 3_000_000
-#: Characters of visible text walked at most.
+#: Characters of visible text kept at most: walking stops at the first
+#: element after this many.
 MAX_TEXT_CHARS = 200_000
-#: Elements walked at most.
+#: Characters of text read into blocks at most (whitespace included, every
+#: walk of the page counted): a longer text is cut there and walking stops.
+MAX_READ_CHARS = 600_000
+#: Elements walked at most (elements read as plain text included).
 MAX_ELEMENTS = 60_000
 #: Nesting depth below the walk's start (``body``) beyond which an element is
 #: read as plain text (its whole text, no rules): bounds the walk's recursion.
 MAX_DEPTH = 128
+#: Characters and elements read at most, over the whole page, to measure the
+#: soft-dropped subtrees (for the guard below). A subtree past what is left
+#: counts as :data:`MAX_SCAN_CHARS` characters, and so does every one after it.
+MAX_SCAN_CHARS = 4_000_000
+MAX_SCAN_ELEMENTS = 200_000
+#: Characters of an attribute value (class, id, style, role) read at most.
+MAX_ATTRIBUTE_CHARS = 8192
+#: Characters of distinct class/id values classified and of style values
+#: searched, at most per page: past them, class, id and style no longer drop
+#: elements (reading them is the costly part of a walk).
+MAX_NAME_CHARS = 250_000
+#: Blocks and placeholders made at most, every walk of the page counted:
+#: walking stops there.
+MAX_ITEMS = 16_000
+#: Characters of the title read at most.
+MAX_TITLE_CHARS = 2000
 #: Kept share of the visible text below which all visible text is used.
 MIN_KEPT_SHARE = 0.1
 #: Kept characters below which all visible text is used.
@@ -157,17 +188,37 @@ class MainText(NamedTuple):
 _BOILER_PREFIX = re.compile(r"(?:^| )(?:%s)" % "|".join(_BOILER_PREFIXES))
 
 
+#: Class/id values and class names longer than these are classified without
+#: being cached: the caches live as long as the process, their keys come from
+#: pages (at most 8,192 x 256 + 65,536 x 64 characters are kept).
+_CACHED_VALUE_CHARS = 256
+_CACHED_NAME_CHARS = 64
+
+
 @lru_cache(maxsize=8192)
 def _is_boiler_name(value: str) -> bool:
     """Whether a class/id value names a template part (per class name, ignoring
-    CMS taxonomy classes such as ``tag-social-media`` or ``category-ads``)."""
-    return any(map(_is_boiler_class, value.split()))
+    CMS taxonomy classes such as ``tag-social-media`` or ``category-ads``).
+    Cached: only for values up to :data:`_CACHED_VALUE_CHARS` characters."""
+    return _boiler_name(value)
+
+
+def _boiler_name(value: str) -> bool:
+    """:func:`_is_boiler_name`, uncached (long values)."""
+    for name in value.split():
+        if _is_boiler_class(name) if len(name) <= _CACHED_NAME_CHARS else _boiler_class(name):
+            return True
+    return False
 
 
 @lru_cache(maxsize=65536)
 def _is_boiler_class(name: str) -> bool:
     # Cached per class name too: values differ from page to page ("post-123
     # entry-content"), their names repeat across a site.
+    return _boiler_class(name)
+
+
+def _boiler_class(name: str) -> bool:
     tokens = _CLASS_TOKEN.findall(name)
     if not tokens:
         return False
@@ -198,9 +249,12 @@ def _decode(page: bytes, encoding: str | None) -> tuple[str, bytes | None]:
         if not candidate:
             continue
         try:
-            name = codecs.lookup(candidate).name
-        except LookupError:
+            info = codecs.lookup(candidate)
+        except (LookupError, ValueError):  # unknown, or a NUL in the name
             continue
+        if not info._is_text_encoding:  # base64, zlib, rot13...: not from a page
+            continue
+        name = info.name
         if name in ("utf-16", "utf-16-le", "utf-16-be", "utf-32") and bom_encoding is None:
             # A declared UTF-16 in an ASCII-readable page is a lie.
             continue
@@ -283,68 +337,74 @@ def plain_elements(root: etree._Element) -> Iterator[None]:
         parser.set_element_class_lookup(_HTML_LOOKUP)
 
 
-# What the walk does with an element, by tag: _SKIP (its content is never
-# text), or (drop_tag, header, named, kind, is_link, is_main, block) where
-# ``named`` says whether its attributes can drop it and ``kind`` is None to
-# inherit the parent's.
-_SKIP = ()
-_TAG_RULES: dict[str, tuple] = {}
-
-
-def _tag_rule(tag: str) -> tuple:
-    if tag in _SKIP_TAGS:
-        rule = _SKIP
-    else:
-        name = tag.rpartition("}")[2].rpartition(":")[2]
-        rule = (
-            name in _DROP_TAGS,
-            name == "header",
-            name not in _NEVER_DROPPED,
-            _CODE if name == "pre" else _HEADING_TAGS.get(name),
-            name == "a",
-            name == "article",
-            name in _BLOCK_TAGS,
-        )
-    if len(_TAG_RULES) < 4096:  # tag names come from pages: bounded
-        _TAG_RULES[tag] = rule
-    return rule
+# What the walk does with an element, by tag, as bits of one int (the tag
+# code): the one definition of the tag rule. The compiled walk reads the same
+# bits (its ``TAG_BITS`` equals this one, tests/test_walk.py checks it); the
+# Python walk reads the code unpacked into a tuple (:func:`_tag_rule`).
+TAG_BITS = {
+    "SKIP": 1,  # its content is never text
+    "DROP_TAG": 2,  # soft-dropped for its tag
+    "HEADER": 4,  # soft-dropped outside an <article>
+    "NAMED": 8,  # its class/id and hiding attributes can drop it
+    "IS_LINK": 16,
+    "IS_MAIN": 32,  # an <article>
+    "BLOCK": 64,  # block-level: its text is a block of its own
+    "KIND_SHIFT": 8,  # from this bit: the block kind plus one (0: the parent's)
+}
+_SKIP_BIT, _DROP_TAG, _HEADER, _NAMED, _IS_LINK, _IS_MAIN, _BLOCK, _KIND_SHIFT = (
+    TAG_BITS.values()
+)
+_TAG_CODES: dict[str, int] = {}
 
 
 def _tag_code(tag: str) -> int:
-    """:func:`_tag_rule` packed in an int for the compiled walk: bit 0 skip,
-    bits 1-6 drop_tag, header, named, is_link, is_main, block; from bit 8 the
-    block kind plus one (0: inherit)."""
+    """The tag code of an element's tag (cached; tag names come from pages, so
+    the cache is bounded)."""
     code = _TAG_CODES.get(tag)
     if code is None:
-        rule = _TAG_RULES.get(tag) or _tag_rule(tag)
-        if rule is _SKIP:
-            code = 1
+        if tag in _SKIP_TAGS:
+            code = _SKIP_BIT
         else:
-            drop_tag, header, named, kind, is_link, is_main, block = rule
-            flags = (drop_tag, header, named, is_link, is_main, block)
-            code = sum(1 << bit for bit, flag in enumerate(flags, 1) if flag)
-            code |= 0 if kind is None else (kind + 1) << 8
+            name = tag.rpartition("}")[2].rpartition(":")[2]
+            kind = _CODE if name == "pre" else _HEADING_TAGS.get(name)
+            code = (
+                _DROP_TAG * (name in _DROP_TAGS)
+                | _HEADER * (name == "header")
+                | _NAMED * (name not in _NEVER_DROPPED)
+                | _IS_LINK * (name == "a")
+                | _IS_MAIN * (name == "article")
+                | _BLOCK * (name in _BLOCK_TAGS)
+                | (0 if kind is None else (kind + 1) << _KIND_SHIFT)
+            )
         if len(_TAG_CODES) < 4096:
             _TAG_CODES[tag] = code
     return code
 
 
-_TAG_CODES: dict[str, int] = {}
+# The Python walk's form of a tag code: _SKIP, or (drop_tag, header, named,
+# kind, is_link, is_main, block) with ``kind`` None to inherit the parent's.
+_SKIP = ()
+_TAG_RULES: dict[str, tuple] = {}
 
 
-# Latin-1 whitespace (as ``str.isspace`` says) to b" ", anything else to b"x".
-_SPACE_OR_NOT = bytes(0x20 if chr(b).isspace() else 0x78 for b in range(256))
-
-
-def _spaced_length(text: str) -> int:
-    """``len(" ".join(text.split()))``, counted without making the words."""
-    try:
-        data = text.encode("latin-1")
-    except UnicodeEncodeError:
-        return len(" ".join(text.split()))
-    marks = data.translate(_SPACE_OR_NOT)
-    words = marks.count(b" x") + marks.startswith(b"x")
-    return len(marks) - marks.count(b" ") + words - 1 if words else 0
+def _tag_rule(tag: str) -> tuple:
+    code = _tag_code(tag)
+    if code & _SKIP_BIT:
+        rule = _SKIP
+    else:
+        kind = code >> _KIND_SHIFT
+        rule = (
+            bool(code & _DROP_TAG),
+            bool(code & _HEADER),
+            bool(code & _NAMED),
+            kind - 1 if kind else None,
+            bool(code & _IS_LINK),
+            bool(code & _IS_MAIN),
+            bool(code & _BLOCK),
+        )
+    if len(_TAG_RULES) < 4096:
+        _TAG_RULES[tag] = rule
+    return rule
 
 
 class _Dropped:
@@ -360,14 +420,87 @@ class _Dropped:
         self.chars = chars  # visible characters, approximately
 
 
-def _text_of(el) -> str:
-    """The whole text of an element, at C speed (scripts' included)."""
-    return etree.tostring(el, method="text", encoding=str, with_tail=False)
+def _texts(el, elements_left: int) -> Iterator[tuple[str | None, object]]:
+    """The texts of ``el``'s subtree in document order (its tail left out), each
+    with the element it starts (None for a tail), as lxml reads them: comments,
+    processing instructions and entity references give only their tails. Stops
+    after ``elements_left`` elements (yielding ``(None, False)`` then)."""
+    yield el.text, el
+    stack = [(el, iter(el))]
+    visited = 0
+    while stack:
+        node = next(stack[-1][1], None)
+        if node is None:
+            done = stack.pop()[0]
+            if stack:
+                yield done.tail, None
+        elif node.tag.__class__ is str:
+            visited += 1
+            if visited > elements_left:
+                yield None, False
+                return
+            yield node.text, node
+            stack.append((node, iter(node)))
+        else:
+            yield node.tail, None
+
+
+def _flat_text(el, chars_left: int, elements_left: int) -> tuple[str, int]:
+    """The text of ``el``'s subtree (scripts' included, as
+    ``etree.tostring(el, method="text")``), cut at ``chars_left`` characters or
+    at the element past ``elements_left``; and the elements read. Both walks
+    read elements nested past :data:`MAX_DEPTH` with it."""
+    parts = []
+    elements = -1  # el itself is not counted
+    for text, element in _texts(el, elements_left):
+        if element is False:
+            elements = elements_left + 1
+            break
+        if element is not None:
+            elements += 1
+        if text:
+            if len(text) >= chars_left:
+                parts.append(text[:chars_left])
+                break
+            chars_left -= len(text)
+            parts.append(text)
+    return "".join(parts), elements
+
+
+def _measure(el, chars_left: int, elements_left: int) -> tuple[int, int, int] | None:
+    """``(visible characters, characters read, elements read)`` of a soft-dropped
+    subtree: the length of its text with runs of whitespace counted as one
+    space, less the text of the scripts and styles in it (``_walk.pyx`` counts
+    the same in C); None when it holds more than ``chars_left`` characters or
+    ``elements_left`` elements."""
+    nonspace = words = scripts = read = 0
+    elements = -1
+    in_word = False
+    for text, element in _texts(el, elements_left):
+        if element is False:
+            return None
+        if element is not None:
+            elements += 1
+            if element.tag in _SCRIPT_TAGS and element is not el:
+                scripts += len(text or "")
+        if text:
+            read += len(text)
+            if read > chars_left:
+                return None
+            parts = text.split()
+            if parts:
+                nonspace += sum(map(len, parts))
+                words += len(parts) - (in_word and not text[0].isspace())
+                in_word = not text[-1].isspace()
+            else:
+                in_word = False
+    return (nonspace + words - 1 if words else 0) - scripts, read, elements
 
 
 class _Walker:
-    """Read-only walks over a tree, shared budget (:data:`MAX_ELEMENTS`,
-    :data:`MAX_TEXT_CHARS`).
+    """Read-only walks over a tree, with the page's budgets (:data:`MAX_ELEMENTS`,
+    :data:`MAX_TEXT_CHARS`, :data:`MAX_READ_CHARS`, :data:`MAX_SCAN_CHARS`,
+    :data:`MAX_SCAN_ELEMENTS`) shared by all of them.
 
     A walk returns items in document order: blocks ``(text, kind, link_chars)``
     (kind 0 for body text, 1-6 for a heading level), flushed at block-level
@@ -377,46 +510,61 @@ class _Walker:
     bench-fingerprint``), else in Python.
     """
 
-    __slots__ = ("chars", "elements", "top", "scripts")
+    __slots__ = (
+        "chars", "elements", "read", "scan_chars", "scan_elements", "items", "name_chars", "names"
+    )
 
-    def __init__(self, top) -> None:
-        self.chars = 0
+    def __init__(self) -> None:
+        self.chars = 0  # kept text
         self.elements = 0
-        self.top = top  # every walk is inside it
-        self.scripts: dict | None = None
+        self.read = 0  # text read into blocks
+        self.scan_chars = MAX_SCAN_CHARS  # left to measure dropped subtrees
+        self.scan_elements = MAX_SCAN_ELEMENTS
+        self.items = 0  # blocks and placeholders made
+        self.name_chars = MAX_NAME_CHARS  # left to classify class/id values
+        self.names: dict[str, bool] = {}  # class/id value -> names a template part
 
-    def script_chars(self, el) -> int:
-        """Characters of the ``script style noscript template`` text inside ``el``
-        (one pass over the page's scripts, the first time it is asked)."""
-        counts = self.scripts
-        if counts is None:
-            counts = self.scripts = {}
-            top = self.top
-            for script in top.iter(_SCRIPT_TAGS):
-                chars = len(script.text or "")
-                if chars:
-                    for ancestor in script.iterancestors():
-                        if ancestor is top:
-                            break
-                        counts[ancestor] = counts.get(ancestor, 0) + chars
-        return counts.get(el, 0)
+    def boiler(self, value: str) -> bool:
+        """Whether a class/id value names a template part (:func:`_is_boiler_name`),
+        as both walks read it: cut to :data:`MAX_ATTRIBUTE_CHARS`, each distinct
+        value classified once per page within :data:`MAX_NAME_CHARS`."""
+        value = value[:MAX_ATTRIBUTE_CHARS]
+        known = self.names.get(value)
+        if known is None:
+            if len(value) > self.name_chars:
+                self.name_chars = -1
+                return False
+            self.name_chars -= len(value)
+            known = self.names[value] = (
+                _is_boiler_name(value) if len(value) <= _CACHED_VALUE_CHARS else _boiler_name(value)
+            )
+        return known
 
-    def dropped(
-        self,
-        el,
-        kind: int,
-        in_link: bool,
-        in_main: bool,
-        weak: bool,
-        depth: int,
-        chars: int | None = None,
-    ) -> _Dropped:
-        """The placeholder of a soft-dropped subtree; its visible characters
-        (unless the compiled walk counted them), at C speed: its text without
-        the text of the scripts and styles in it."""
-        if chars is None:
-            chars = _spaced_length(_text_of(el)) - self.script_chars(el)
-        return _Dropped(el, kind, in_link, in_main, weak, depth, chars)
+    def style(self, value: str | None) -> str | None:
+        """A style value as both walks read it: cut to :data:`MAX_ATTRIBUTE_CHARS`,
+        None once :data:`MAX_NAME_CHARS` is spent."""
+        if value is None:
+            return None
+        value = value[:MAX_ATTRIBUTE_CHARS]
+        if len(value) > self.name_chars:
+            self.name_chars = -1
+            return None
+        self.name_chars -= len(value)
+        return value
+
+    def measure(self, el) -> int:
+        """The visible characters of a soft-dropped subtree (:func:`_measure`),
+        within what is left of the scan budgets; past them,
+        :data:`MAX_SCAN_CHARS`, and the budgets are spent."""
+        if self.scan_chars >= 0:
+            measured = _measure(el, self.scan_chars, self.scan_elements)
+            if measured is not None:
+                chars, read, elements = measured
+                self.scan_chars -= read
+                self.scan_elements -= elements
+                return chars
+        self.scan_chars = self.scan_elements = -1
+        return MAX_SCAN_CHARS
 
     def run(
         self, start, kind: int, in_link: bool, in_main: bool, depth: int = 0
@@ -425,11 +573,18 @@ class _Walker:
         the spans ``(first, end)`` of the items of each block-level element
         that yields any."""
         if _walk is not None:
-            items, spans, self.chars, self.elements = _walk.walk(
-                start, kind, in_link, in_main, depth, self.chars, self.elements,
-                MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_DEPTH,
-                _tag_code, _is_boiler_name, _hides, self.dropped, _text_of,
+            (
+                items, spans, self.chars, self.elements, self.read, self.scan_chars,
+                self.scan_elements, self.name_chars,
+            ) = _walk.walk(
+                start, kind, in_link, in_main, depth,
+                (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
+                 self.name_chars, self.items),
+                (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
+                 MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS),
+                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped, _flat_text,
             )
+            self.items += len(items)
             return items, spans
         return self._run(start, kind, in_link, in_main, depth)
 
@@ -444,9 +599,23 @@ class _Walker:
         link = 0
         chars = self.chars
         elements = self.elements
-        is_boiler_name = _is_boiler_name
+        read = self.read
         tag_rules = _TAG_RULES
-        dropped = self.dropped
+        measure = self.measure
+        boiler = self.boiler
+        first_item = self.items
+
+        def take(text: str, in_link: bool) -> None:
+            # Text into the block, within MAX_READ_CHARS.
+            nonlocal link, read
+            if len(text) > MAX_READ_CHARS - read:
+                text = text[: MAX_READ_CHARS - read]
+                if not text:
+                    return
+            read += len(text)
+            buf.append(text)
+            if in_link:
+                link += len(text)
 
         def flush(kind: int) -> None:
             nonlocal link, chars
@@ -458,25 +627,27 @@ class _Walker:
             link = 0
 
         def walk(el, kind: int, in_link: bool, in_main: bool, depth: int) -> bool:
-            nonlocal link, elements
+            nonlocal elements
             text = el.text
             if text:
-                buf.append(text)
-                if in_link:
-                    link += len(text)
+                take(text, in_link)
             depth += 1
             for child in el:
                 tag = child.tag
                 if tag.__class__ is str:
                     elements += 1
-                    if elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS:
+                    if (
+                        elements > MAX_ELEMENTS or chars > MAX_TEXT_CHARS or read >= MAX_READ_CHARS
+                        or first_item + len(items) >= MAX_ITEMS
+                    ):
                         return False
                     if depth > MAX_DEPTH:
-                        text = _text_of(child)
+                        text, used = _flat_text(
+                            child, MAX_READ_CHARS - read, MAX_ELEMENTS - elements
+                        )
+                        elements += used
                         if text:
-                            buf.append(text)
-                            if in_link:
-                                link += len(text)
+                            take(text, in_link)
                         rule = _SKIP
                     else:
                         rule = tag_rules.get(tag)
@@ -489,16 +660,16 @@ class _Walker:
                         if not drop and named:
                             names = child.keys()
                             if names:
-                                if "class" in names and is_boiler_name(child.get("class")):
+                                if "class" in names and boiler(child.get("class")):
                                     drop = weak = True
-                                elif "id" in names and is_boiler_name(child.get("id")):
+                                elif "id" in names and boiler(child.get("id")):
                                     drop = weak = True
                                 elif not _HIDING_ATTRIBUTES.isdisjoint(names):
                                     drop = _hides(
                                         "hidden" in names,
-                                        child.get("aria-hidden"),
-                                        child.get("role"),
-                                        child.get("style"),
+                                        _cut(child.get("aria-hidden")),
+                                        _cut(child.get("role")),
+                                        self.style(child.get("style")),
                                     )
                         if child_kind is None:
                             child_kind = kind
@@ -507,7 +678,10 @@ class _Walker:
                         if drop:
                             if buf:
                                 flush(kind)
-                            append(dropped(child, child_kind, child_link, child_main, weak, depth))
+                            append(_Dropped(
+                                child, child_kind, child_link, child_main, weak, depth,
+                                measure(child),
+                            ))
                         else:
                             if block:
                                 if buf:
@@ -519,9 +693,7 @@ class _Walker:
                             else:  # a leaf: its text, without a call
                                 text = child.text
                                 if text:
-                                    buf.append(text)
-                                    if child_link:
-                                        link += len(text)
+                                    take(text, child_link)
                             if block:
                                 if buf:
                                     flush(child_kind)
@@ -531,16 +703,15 @@ class _Walker:
                                 flush(child_kind)
                 tail = child.tail
                 if tail:
-                    buf.append(tail)
-                    if in_link:
-                        link += len(tail)
+                    take(tail, in_link)
             return True
 
         walk(start, kind, in_link, in_main, depth)
-        del walk  # break the closure's cycle: the proxies it saw die now
+        del walk, take  # break the closures' cycles: the proxies they saw die now
         if buf:
             flush(kind)
-        self.chars, self.elements = chars, elements
+        self.chars, self.elements, self.read = chars, elements, read
+        self.items += len(items)
         spans.append((0, len(items)))
         return items, spans
 
@@ -555,7 +726,7 @@ class _Walker:
             position[n] = len(out)
             if item.__class__ is not _Dropped:
                 out.append(item)
-            elif item.chars > limit or (weak_too and item.weak):
+            elif (item.chars > limit or (weak_too and item.weak)) and self.items < MAX_ITEMS:
                 sub, sub_spans = self.expand(
                     *self.run(item.el, item.kind, item.in_link, item.in_main, item.depth),
                     limit,
@@ -570,6 +741,12 @@ class _Walker:
 
 
 _HIDING_ATTRIBUTES = frozenset(("hidden", "aria-hidden", "role", "style"))
+
+
+def _cut(value: str | None) -> str | None:
+    """An attribute value as the walks read it: its first
+    :data:`MAX_ATTRIBUTE_CHARS` characters."""
+    return value if value is None or len(value) <= MAX_ATTRIBUTE_CHARS else value[:MAX_ATTRIBUTE_CHARS]
 
 
 def _hides(hidden: bool, aria_hidden: str | None, role: str | None, style: str | None) -> bool:
@@ -616,7 +793,16 @@ def _head_and_body(root: etree._Element) -> tuple[str, etree._Element | None]:
         title = next(root.iterdescendants("title"), None)
     if root.tag != "html":
         body = None
-    text = "" if title is None else " ".join("".join(title.itertext()).split())
+    text = ""
+    if title is not None:
+        parts = []
+        left = MAX_TITLE_CHARS
+        for part in title.itertext():
+            parts.append(part[:left])
+            left -= len(part)
+            if left <= 0:
+                break
+        text = " ".join("".join(parts).split())
     return text, body
 
 
@@ -688,7 +874,7 @@ def extract(
         return MainText("", [], [], [])
     title, body = _head_and_body(root)
     start = body if body is not None else root
-    walker = _Walker(start)
+    walker = _Walker()
     items, spans = walker.run(start, _HEADING_TAGS.get(start.tag, 0), False, False)
     total = walker.chars + sum(i.chars for i in items if i.__class__ is _Dropped)
     limit = GUARD_SHARE * total

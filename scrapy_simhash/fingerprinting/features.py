@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
@@ -256,19 +257,23 @@ def _region_weights(token_lists: list[list[str]]) -> list[float]:
     return [count + alpha * size for count, size in zip(spots, sizes)]
 
 
-def main_text_features(
+class PageFeatures(NamedTuple):
+    """A page's main text and the weighted features the fingerprint is made of."""
+
+    main: MainText
+    #: Spot signatures, ``title:`` and ``h:`` words, with their weights.
+    features: dict[str, float]
+    #: Distinct spot signatures (title and heading words not counted): the
+    #: figure ``min_features`` is compared with.
+    spot_count: int
+
+
+def analyse_main_text(
     main: MainText, tokens: Mapping[str, list[str]] | None = None
-) -> dict[str, float]:
+) -> PageFeatures:
     """Weighted features of a page's main text: spots of each block, plus the
     words of the title and of the headings. ``tokens`` maps block texts already
     tokenized to their tokens."""
-    return _features(main, tokens)[0]
-
-
-def _features(
-    main: MainText, tokens: Mapping[str, list[str]] | None
-) -> tuple[dict[str, float], int]:
-    """:func:`main_text_features`, and the number of distinct spot signatures."""
     counts: dict[str, float] = {}
     if tokens is None:
         # Blocks are tokenized together (one regex pass).
@@ -293,12 +298,22 @@ def _features(
             if token not in in_title:
                 key = "h:" + token
                 counts[key] = counts.get(key, 0.0) + HEADING_WEIGHT
-    return counts, spot_features
+    return PageFeatures(main, counts, spot_features)
+
+
+def analyse_page(
+    page: str | bytes | etree._Element, *, encoding: str | None = None
+) -> PageFeatures:
+    """A page's main text, located by spot weight (the region holding most
+    spots; on a page that is not mostly prose, tokens weigh too), and its
+    weighted features, each block tokenized once."""
+    return analyse_main_text(*_main_text(page, encoding))
 
 
 def _main_text(
     page: str | bytes | etree._Element, encoding: str | None
 ) -> tuple[MainText, dict[str, list[str]]]:
+    """The main text of :func:`analyse_page`, and its blocks' tokens."""
     tokens: dict[str, list[str]] = {}
 
     def weigh_blocks(texts: list[str]) -> list[float]:
@@ -309,25 +324,23 @@ def _main_text(
     return extract(page, encoding=encoding, weigh_blocks=weigh_blocks), tokens
 
 
+def main_text_features(
+    main: MainText, tokens: Mapping[str, list[str]] | None = None
+) -> dict[str, float]:
+    """The features of :func:`analyse_main_text`."""
+    return analyse_main_text(main, tokens).features
+
+
 def page_main_text(page: str | bytes | etree._Element, *, encoding: str | None = None) -> MainText:
-    """The main text the fingerprint is computed from: :func:`extract` with
-    the main-content region located by spot signatures."""
-    return _main_text(page, encoding)[0]
+    """The main text the fingerprint is computed from (:func:`analyse_page`)."""
+    return analyse_page(page, encoding=encoding).main
 
 
 def page_features(
     page: str | bytes | etree._Element, *, encoding: str | None = None
 ) -> dict[str, float]:
-    """Weighted features of a page: its main text located by spot weight
-    (the region holding most spots), each block tokenized once."""
-    return _features(*_main_text(page, encoding))[0]
-
-
-def _page_features(
-    page: str | bytes | etree._Element, encoding: str | None
-) -> tuple[dict[str, float], int]:
-    """:func:`page_features`, and the number of distinct spot signatures."""
-    return _features(*_main_text(page, encoding))
+    """Weighted features of a page (:func:`analyse_page`)."""
+    return analyse_page(page, encoding=encoding).features
 
 
 # ----------------------------------------------------------------------------

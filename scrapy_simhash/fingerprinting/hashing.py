@@ -22,8 +22,8 @@ from lxml import etree
 from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
     _content,
-    _features,
     _main_text,
+    analyse_main_text,
     page_features,
 )
 
@@ -129,7 +129,7 @@ def fingerprint_of(
     features than ``min_features``, or than one per
     :data:`TOKENS_PER_FEATURE` tokens of main text (a fingerprint resting on a
     few features out of a long page is fragile)."""
-    feats, count = _features(main, tokens)
+    _, feats, count = analyse_main_text(main, tokens)
     content, size = _content(main, tokens, seed)
     content = np.unique(content)
     count += len(content)

@@ -38,13 +38,14 @@ from scrapy_simhash.fingerprinting.features import (
 )
 from scrapy_simhash.fingerprinting.hashing import (
     DEFAULT_MIN_FEATURES,
+    FingerprintResult,
     fingerprint_of,
     hamming,
 )
 
 #: The candidate distance: fingerprints at most this many bits apart are
 #: compared by their sketches (``SIMHASH_MAX_DISTANCE``'s default).
-DEFAULT_MAX_DISTANCE = 5
+DEFAULT_MAX_DISTANCE = 6
 #: Words in a sketch shingle.
 SHINGLE = 5
 #: Bins of the sketch, one byte each.
@@ -145,6 +146,22 @@ def signature_of(
     tokenized), or None when it gets no fingerprint."""
     fp = fingerprint_of(main, tokens, min_features=min_features, seed=seed).fingerprint
     return None if fp is None else Signature(fp, sketch(main))
+
+
+def signature_details(
+    page: str | bytes | etree._Element,
+    *,
+    min_features: int = DEFAULT_MIN_FEATURES,
+    seed: int = 0,
+    encoding: str | None = None,
+) -> tuple[Signature | None, FingerprintResult]:
+    """:func:`signature`, with the fingerprint's details (feature count, the
+    reason when there is none). Never raises on page content."""
+    main, tokens = _main_text(page, encoding)
+    result = fingerprint_of(main, tokens, min_features=min_features, seed=seed)
+    if result.fingerprint is None:
+        return None, result
+    return Signature(result.fingerprint, sketch(main)), result
 
 
 def signature(

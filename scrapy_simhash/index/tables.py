@@ -20,57 +20,50 @@ Storage, all ``uint64`` and vectorised:
   becomes a level and levels merge LSM-style when the older one is at most
   ``MERGE_RATIO`` times the newer, so there are few levels and each entry is
   re-sorted O(log n) times.
-* :meth:`remove` marks rows dead; merges drop them.
+* a merge started by single inserts runs in bounded steps (:class:`_Merge`),
+  a slice of every table a step, spread over the next ``MERGE_SPREAD``
+  buffers' worth of inserts (at least ``MERGE_STEP`` entries a step): no single
+  :meth:`add` pays for a whole merge (at 5M entries one used to take 2 s). The merged
+  levels answer queries until the new level replaces them, so results stay
+  exact. Bulk inserts (:meth:`add_many`, loading) merge at once.
+* :meth:`remove` marks rows dead; a merge carries them over,
+  :meth:`compact` (or a level more than half dead) drops them.
 
-Persistence (:meth:`save`, :meth:`load`, :meth:`open`): a snapshot file, then
-a :class:`~scrapy_simhash.index.store.RecordLog` at ``path + ".log"`` of the adds
-(empty payload) and removes (payload ``b"-"``) since that snapshot. Snapshot
-format, version 1, little-endian::
-
-    magic b"SIMHIDX\\0" | u32 version | u32 header_len | u32 crc32(header) | u32 0
-    header: UTF-8 JSON {"format", "version", "k", "layout", "compress",
-            "fingerprint_version", "count", "crc32" (of the array bytes),
-            "snapshot_id", "arrays": ["fingerprints", "keys"]}
-    zero padding to a multiple of 8, then count u64 fingerprints, count u64 keys
-
-written to a temporary file, fsynced and renamed over ``path`` (the tables
-are rebuilt on load, ~0.2 s a million entries). The log's header names the
-``snapshot_id`` it follows; a log left from an older snapshot (a crash between
-the rename and the log reset) is already inside the snapshot and is ignored.
+Persistence (:meth:`save`, :meth:`load`, :meth:`open`) is
+:mod:`scrapy_simhash.index.snapshot`'s; an index it opened has a log
+(``_log``) that each add and remove is appended to.
 Nothing here imports Scrapy.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import struct
-import uuid
-import zlib
+import mmap
 from array import array
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from scrapy_simhash.index import snapshot
 from scrapy_simhash.index.layout import F, TableLayout
-from scrapy_simhash.index.store import CorruptStateError, LogContents, RecordLog
+from scrapy_simhash.index.store import RecordLog
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["BatchMatches", "Match", "SimhashIndex"]
 
-SNAPSHOT_MAGIC = b"SIMHIDX\x00"
-SNAPSHOT_VERSION = 1
-_PREAMBLE = struct.Struct("<8sIIII")
 BUFFER_SIZE = 2048
 MERGE_RATIO = 8
+#: Fewest entries a step of an incremental merge produces.
+MERGE_STEP = 4096
+#: An incremental merge ends within this many buffers' worth of inserts (the
+#: levels flushed meanwhile wait, unmerged: at most MERGE_SPREAD - 1 of them).
+MERGE_SPREAD = 4
 # pairs(): up to this many tables, each pair is kept by the first table holding
 # it (tables x tables vector passes); beyond, found pairs are sorted and deduplicated
 CANONICAL_TABLES = 24
 _CHUNK = 1 << 16
 _U64 = np.uint64
-_REMOVE = b"-"
 #: What ``query_and_add`` does with a new fingerprint.
 ADD_MODES = ("if_new", "always", "never")
 
@@ -170,6 +163,181 @@ def _directory(perm: np.ndarray, bounds: np.ndarray | None, n: int) -> array:
     return out
 
 
+def _fresh(n: int, dtype) -> np.ndarray:
+    """An uninitialised array for a merge's output, in 4 KiB pages. numpy asks
+    for 2 MiB pages for big arrays, and the first write into each of those
+    costs milliseconds (zeroing, compaction) inside whichever insert does it."""
+    size = n * np.dtype(dtype).itemsize
+    if size < 1 << 22:
+        return np.empty(n, dtype=dtype)
+    buffer = mmap.mmap(-1, size)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buffer.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buffer, dtype=dtype, count=n)
+
+
+def _new_directory(d: int) -> np.ndarray | None:
+    if not d:
+        return None
+    offsets = np.empty((1 << d) + 1, dtype=np.int64)
+    offsets[0] = 0
+    return offsets
+
+
+def _finish_directory(offsets: np.ndarray | None, filled: int, n: int) -> array:
+    code = "i" if n < 1 << 31 else "q"
+    if offsets is None:
+        return array(code, [0, n])
+    offsets[filled + 1:] = n
+    out = array(code)
+    out.frombytes(offsets.astype(np.int32 if code == "i" else np.int64).tobytes())
+    return out
+
+
+class _Merge:
+    """Consecutive levels (oldest first) merged into one, a step at a time.
+
+    Pass 0 merges the master arrays (and records where each source row lands),
+    then one pass a non-identity table merges the sources' sorted tables. A
+    step takes up to ``count`` entries from each source, up to the smallest of
+    the last values taken from sources that go on, so everything taken sorts
+    before anything left; the directory is filled as sorted values come out.
+    The sources are not changed; dead rows are mapped into the new level when
+    it is finished, so removes during the merge are kept."""
+
+    def __init__(self, index: SimhashIndex, sources: list[_Level]):
+        self.index = index
+        self.sources = sources
+        self.n = n = sum(len(s.fps) for s in sources)
+        self.d = max(0, min(index._pmin, (n >> 3).bit_length() - 1))
+        self.shift = F - self.d
+        self.passes = [None] + [t for t, ident in enumerate(index._identity) if not ident]
+        self.deadline = 0  # the insert count it must be done by
+        self.remaining = n * len(self.passes)
+        self.fps = _fresh(n, np.uint64)
+        self.keys = _fresh(n, np.uint64)
+        row_type = np.uint32 if n < 1 << 32 else np.uint64
+        self.rows = [_fresh(len(s.fps), row_type) for s in sources]
+        self.tables: list[Any] = [None] * len(index._tables)
+        self.dirs: list[Any] = [None] * len(index._tables)
+        self._start_pass(0)
+
+    def _start_pass(self, i: int) -> None:
+        self.pass_index = i
+        self.cursors = [0] * len(self.sources)
+        self.out = 0
+        self.filled = 0
+        if i == len(self.passes):
+            self.offsets = self.values = None
+            return
+        self.offsets = _new_directory(self.d)
+        t = self.passes[i]
+        if t is not None:
+            dtype = np.uint64 if self.index._direct[t] else self.rows[0].dtype
+            self.values = _fresh(self.n, dtype)
+
+    @property
+    def done(self) -> bool:
+        return self.pass_index == len(self.passes)
+
+    def nbytes(self) -> int:
+        arrays = [self.fps, self.keys, *self.rows, *(t for t in self.tables if t is not None)]
+        if not self.done and self.passes[self.pass_index] is not None:
+            arrays.append(self.values)
+        return sum(a.nbytes for a in arrays)
+
+    def step(self, budget: int) -> None:
+        """Produce at least ``budget`` entries of output (or finish)."""
+        produced = 0
+        while produced < budget and not self.done:
+            produced += self._chunk(max(budget - produced, 1))
+
+    def _chunk(self, count: int) -> int:
+        index, t = self.index, self.passes[self.pass_index]
+        table = None if t is None else index._tables[t]
+        direct = t is None or index._direct[t]
+        perms, vals, extra, bound = [], [], [], None
+        for j, src in enumerate(self.sources):
+            c = self.cursors[j]
+            if t is None:
+                v = src.fps[c:c + count]
+                p = v
+                extra.append(src.keys[c:c + count])
+            elif direct:
+                v = src.tables[t][c:c + count]
+                p = table.permute_many(v)
+            else:
+                rows = src.tables[t][c:c + count]
+                p = table.permute_many(src.fps[rows])
+                v = self.rows[j][rows]
+            perms.append(p)
+            vals.append(v)
+            if c + count < len(src.fps) and (bound is None or p[-1] < bound):
+                bound = p[-1]
+        if bound is not None:  # take what sorts before anything left in any source
+            for j, p in enumerate(perms):
+                take = int(p.searchsorted(bound, side="right"))
+                perms[j], vals[j] = p[:take], vals[j][:take]
+                if t is None:
+                    extra[j] = extra[j][:take]
+        taken = [len(p) for p in perms]
+        perm = np.concatenate(perms)
+        total, out = len(perm), self.out
+        if t is None:
+            order = np.argsort(perm, kind="stable")
+            perm = perm[order]
+            self.fps[out:out + total] = perm
+            self.keys[out:out + total] = np.concatenate(extra)[order]
+            where = np.empty(total, dtype=self.rows[0].dtype)
+            where[order] = np.arange(out, out + total, dtype=where.dtype)
+            start = 0
+            for j, n in enumerate(taken):
+                c = self.cursors[j]
+                self.rows[j][c:c + n] = where[start:start + n]
+                start += n
+        elif direct:
+            perm.sort(kind="stable")
+            self.values[out:out + total] = table.unpermute_many(perm)
+        else:
+            order = np.argsort(perm, kind="stable")
+            perm = perm[order]
+            self.values[out:out + total] = np.concatenate(vals)[order]
+        if self.offsets is not None and total and (t is not None or any(index._identity)):
+            shift = np.uint64(self.shift)
+            first, last = int(perm[0] >> shift), int(perm[-1] >> shift)
+            if first > self.filled:
+                self.offsets[self.filled + 1:first + 1] = out
+            if last > first:
+                bounds = np.arange(first + 1, last + 1, dtype=np.uint64) << shift
+                self.offsets[first + 1:last + 1] = out + perm.searchsorted(bounds)
+            self.filled = max(self.filled, last)
+        for j, n in enumerate(taken):
+            self.cursors[j] += n
+        self.out += total
+        self.remaining -= total
+        if self.out == self.n:
+            self._end_pass(t)
+        return total
+
+    def _end_pass(self, t: int | None) -> None:
+        directory = _finish_directory(self.offsets, self.filled, self.n)
+        if t is None:
+            for i, ident in enumerate(self.index._identity):
+                if ident:
+                    self.tables[i], self.dirs[i] = self.fps, directory
+        else:
+            self.tables[t], self.dirs[t] = self.values, directory
+            self.values = None
+        self._start_pass(self.pass_index + 1)
+
+    def result(self) -> _Level:
+        level = _Level(self.fps, self.keys, self.tables, self.dirs, self.shift)
+        for src, rows in zip(self.sources, self.rows):
+            if src.dead:
+                level.dead |= set(rows[np.fromiter(src.dead, np.intp, len(src.dead))].tolist())
+        return level
+
+
 def _run_pairs(a: np.ndarray, p: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions (i, j), i < j, of sorted ``a`` sharing the leading p bits and
     within k bits, and their distances: each run compared offset by offset."""
@@ -241,6 +409,8 @@ class SimhashIndex:
         # direct tables hold fingerprints in permuted order; the others master rows
         self._direct = [ident or not self.compress for ident in self._identity]
         self._levels: list[_Level] = []
+        self._merging: _Merge | None = None
+        self._inserts = 0  # single inserts so far: the clock merge deadlines use
         if buffer_size < 1:
             raise ValueError(f"buffer_size must be positive, got {buffer_size}")
         self._buffer_size = int(buffer_size)
@@ -253,12 +423,9 @@ class SimhashIndex:
 
     # -- building ---------------------------------------------------------------
 
-    def _build(self, fps: np.ndarray, keys: np.ndarray, sources=None) -> _Level:
-        """A level of ``fps``/``keys``. ``sources`` (merging): per table, the
-        concatenated sorted tables of the merged levels, so every sort merges
-        sorted runs (linear) instead of sorting from scratch."""
-        merging = sources is not None
-        order = np.argsort(fps, kind="stable" if merging else "quicksort")
+    def _build(self, fps: np.ndarray, keys: np.ndarray) -> _Level:
+        """A level of ``fps``/``keys`` (new arrays, sorted here)."""
+        order = np.argsort(fps)
         fps, keys = fps[order], keys[order]
         del order
         n = len(fps)
@@ -274,41 +441,70 @@ class SimhashIndex:
                 values = np.argsort(perm).astype(np.uint32 if n < 1 << 32 else np.uint64)
                 perm = perm[values]
             else:
-                src = sources[t] if merging and not self.compress else fps
-                perm = table.permute_many(src)
-                perm.sort(kind="stable" if merging else "quicksort")
+                perm = table.permute_many(fps)
+                perm.sort()
                 values = table.unpermute_many(perm)
             tables.append(values)
             dirs.append(_directory(perm, bounds, n))
         return _Level(fps, keys, tables, dirs, shift)
 
-    def _merge(self, older: _Level, newer: _Level) -> _Level:
-        fps = np.concatenate([older.fps, newer.fps])
-        keys = np.concatenate([older.keys, newer.keys])
-        if older.dead or newer.dead or self.compress:
-            (f1, k1), (f2, k2) = older.alive_arrays(), newer.alive_arrays()
-            return self._build(np.concatenate([f1, f2]), np.concatenate([k1, k2]))
-        sources = [None if self._identity[t] else np.concatenate([old, new])
-                   for t, (old, new) in enumerate(zip(older.tables, newer.tables))]
-        return self._build(fps, keys, sources)
+    def _push(self, level: _Level, *, at_once: bool) -> None:
+        """Add a level; start the merge the ratio rule asks for (``at_once``, or
+        in steps over the next inserts). While a merge runs, new levels wait
+        after its sources; the rule looks at them when it ends."""
+        if at_once:
+            self._finish_merge()
+        self._levels.append(level)
+        if self._merging is None:
+            self._start_merge(at_once)
 
-    def _push(self, level: _Level) -> None:
+    def _start_merge(self, at_once: bool) -> None:
         levels = self._levels
-        levels.append(level)
-        while len(levels) >= 2 and levels[-2].alive <= MERGE_RATIO * levels[-1].alive:
-            newer, older = levels.pop(), levels.pop()
-            levels.append(self._merge(older, newer))
+        group, size = 1, levels[-1].alive if levels else 0
+        while group < len(levels) and levels[-group - 1].alive <= MERGE_RATIO * size:
+            size += levels[-group - 1].alive
+            group += 1
+        if group > 1:
+            self._merging = _Merge(self, levels[-group:])
+            self._merging.deadline = self._inserts + MERGE_SPREAD * self._buffer_size - 1
+            if at_once:
+                self._finish_merge()
+
+    def _merge_step(self) -> None:
+        """The share of the pending merge one insert pays: enough to end it
+        before its deadline (``MERGE_SPREAD`` buffers' worth of inserts)."""
+        merge = self._merging
+        left = max(merge.deadline - self._inserts, 1)
+        merge.step(max(MERGE_STEP, -(-merge.remaining // left)))
+        if merge.done:
+            self._install(merge)
+
+    def _finish_merge(self) -> None:
+        while self._merging is not None:
+            self._merging.step(self._merging.remaining)
+            self._install(self._merging)
+
+    def _install(self, merge: _Merge) -> None:
+        """Replace the merged levels by the merged one; maybe start the next merge."""
+        first = next(i for i, lv in enumerate(self._levels) if lv is merge.sources[0])
+        count = len(merge.sources)
+        assert all(a is b for a, b in zip(self._levels[first:first + count], merge.sources))
+        self._levels[first:first + count] = [merge.result()]
+        self._merging = None
+        self._start_merge(at_once=False)
 
     def _flush(self) -> None:
         n = self._nbuf
         if n:
             self._nbuf = 0
-            self._push(self._build(self._buf_fps[:n].copy(), self._buf_keys[:n].copy()))
+            self._push(self._build(self._buf_fps[:n].copy(), self._buf_keys[:n].copy()),
+                       at_once=False)
 
     def compact(self) -> None:
         """Merge the buffer and every level into one level (drops removed rows)."""
         if not self._nbuf and len(self._levels) <= 1 and not any(lv.dead for lv in self._levels):
             return
+        self._merging = None  # its sources are all rebuilt below
         parts = [lv.alive_arrays() for lv in self._levels]
         parts.append((self._buf_fps[:self._nbuf], self._buf_keys[:self._nbuf]))
         self._nbuf = 0
@@ -330,8 +526,11 @@ class SimhashIndex:
         self._buf_keys[n] = key
         self._nbuf = n + 1
         self._count += 1
+        self._inserts += 1
         if n + 1 == self._buffer_size:
             self._flush()
+        elif self._merging is not None:
+            self._merge_step()
 
     def add_many(self, fps, keys) -> None:
         """Insert arrays of fingerprints and keys (one sort a table, not one a row)."""
@@ -349,14 +548,14 @@ class SimhashIndex:
             return
         self._flush()
         self._count += len(fps)
-        self._push(self._build(fps.copy(), keys.copy()))
+        self._push(self._build(fps.copy(), keys.copy()), at_once=True)
 
     def remove(self, key: int) -> bool:
         """Remove every entry stored under ``key``; whether there was one."""
         key = _check_u64(key, "key")
         found = self._remove(key)
         if found and self._log is not None:
-            self._log.append(0, key, _REMOVE)
+            self._log.append(0, key, snapshot.REMOVE)
         return found
 
     def _remove(self, key: int) -> bool:
@@ -375,6 +574,7 @@ class SimhashIndex:
                 self._nbuf = len(keep)
         self._count -= found
         if any(2 * len(lv.dead) > len(lv.fps) for lv in self._levels):
+            self._finish_merge()
             self._levels = [lv for lv in self._levels if lv.alive]
             for i, lv in enumerate(self._levels):
                 if 2 * len(lv.dead) > len(lv.fps):
@@ -672,8 +872,9 @@ class SimhashIndex:
         dirs = sum(d.itemsize * len(d) for lv in self._levels for d in lv.dirs)
         master = sum(lv.fps.nbytes + lv.keys.nbytes for lv in self._levels)
         buffer = self._buf_fps.nbytes + self._buf_keys.nbytes
+        merge = self._merging.nbytes() if self._merging is not None else 0
         entries = sum(len(lv.fps) for lv in self._levels)
-        total = tables + dirs + master + buffer
+        total = tables + dirs + master + buffer + merge
         return {
             "entries": self._count,
             "tables": len(self._tables),
@@ -682,6 +883,7 @@ class SimhashIndex:
             "directory_bytes": dirs,
             "master_bytes": master,
             "buffer_bytes": buffer,
+            "merge_bytes": merge,
             "total_bytes": total,
             # the identity table, if any, is the master's fingerprint array
             "bytes_per_table_entry": (tables + dirs) / max(
@@ -693,156 +895,37 @@ class SimhashIndex:
         return (f"SimhashIndex(k={self.k}, layout={self.layout.spec!r}, "
                 f"compress={self.compress}, entries={self._count})")
 
-    # -- persistence ----------------------------------------------------------------
+    # -- persistence (snapshot.py) ----------------------------------------------------
 
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every live entry: ``uint64`` arrays of fingerprints and keys."""
         parts = [lv.alive_arrays() for lv in self._levels]
         parts.append((self._buf_fps[:self._nbuf], self._buf_keys[:self._nbuf]))
-        return (np.concatenate([p[0] for p in parts]).astype("<u8", copy=False),
-                np.concatenate([p[1] for p in parts]).astype("<u8", copy=False))
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
     def save(self, path=None) -> None:
         """Write a snapshot atomically (temporary file, fsync, rename); with an
         open log (:meth:`open`), start a fresh log that follows it."""
         if path is None and self._path is None:
             raise ValueError("save() needs a path for an index not made by open()")
-        path = os.fspath(path if path is not None else self._path)
-        fps, keys = self._arrays()
-        crc = zlib.crc32(keys.tobytes(), zlib.crc32(fps.tobytes()))
-        snapshot_id = uuid.uuid4().hex
-        header = json.dumps({
-            "format": "scrapy-simhash index", "version": SNAPSHOT_VERSION, "k": self.k,
-            "layout": self.layout.to_dict(), "compress": self.compress,
-            "fingerprint_version": self.fingerprint_version, "count": len(fps), "crc32": crc,
-            "snapshot_id": snapshot_id, "arrays": ["fingerprints", "keys"],
-        }, sort_keys=True).encode()
-        pre = _PREAMBLE.pack(SNAPSHOT_MAGIC, SNAPSHOT_VERSION, len(header), zlib.crc32(header), 0)
-        pad = b"\x00" * (-(len(pre) + len(header)) % 8)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as stream:
-                stream.write(pre + header + pad)
-                stream.write(fps.tobytes())
-                stream.write(keys.tobytes())
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        if self._log is not None and self._path == path:
-            self._log.close()
-            self._log = RecordLog.open(path + ".log", self._log_header(snapshot_id), reset=True)
-
-    def _log_header(self, snapshot_id: str | None) -> dict:
-        return {"format": "scrapy-simhash index log", "snapshot_id": snapshot_id, "k": self.k,
-                "fingerprint_version": self.fingerprint_version}
-
-    @staticmethod
-    def _read_snapshot(path: str) -> tuple[dict, np.ndarray, np.ndarray]:
-        with open(path, "rb") as stream:
-            data = stream.read()
-        if len(data) < _PREAMBLE.size:
-            raise CorruptStateError(path, 0, "shorter than the snapshot header")
-        magic, version, hlen, hcrc, _ = _PREAMBLE.unpack_from(data, 0)
-        if magic != SNAPSHOT_MAGIC:
-            raise CorruptStateError(path, 0, f"not a simhash index snapshot (magic {magic!r})")
-        if version != SNAPSHOT_VERSION:
-            raise CorruptStateError(path, 8, f"unknown snapshot version {version}")
-        raw = data[_PREAMBLE.size:_PREAMBLE.size + hlen]
-        if len(raw) != hlen or zlib.crc32(raw) != hcrc:
-            raise CorruptStateError(path, _PREAMBLE.size, "bad JSON header (checksum mismatch)")
-        try:
-            header = json.loads(raw)
-            count = int(header["count"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptStateError(path, _PREAMBLE.size, f"bad JSON header: {exc}") from None
-        start = _PREAMBLE.size + hlen
-        start += -start % 8
-        if len(data) != start + 16 * count:
-            raise CorruptStateError(
-                path, start, f"expected {count} entries, file size {len(data)}")
-        fps = np.frombuffer(data, dtype="<u8", count=count, offset=start)
-        keys = np.frombuffer(data, dtype="<u8", count=count, offset=start + 8 * count)
-        if zlib.crc32(keys.tobytes(), zlib.crc32(fps.tobytes())) != header.get("crc32"):
-            raise CorruptStateError(path, start, "array checksum mismatch")
-        return header, fps.astype(np.uint64), keys.astype(np.uint64)
+        snapshot.save(self, path if path is not None else self._path)
 
     @classmethod
     def load(cls, path, *, layout: Any = None) -> SimhashIndex:
         """Read a snapshot and replay the log that follows it (``path + ".log"``)."""
-        path = os.fspath(path)
-        index, snapshot_id = cls._from_snapshot(path, layout)
-        log_path = path + ".log"
-        if os.path.exists(log_path) and os.path.getsize(log_path) > 0:
-            index._replay(RecordLog.read(log_path), log_path, snapshot_id)
-        return index
-
-    @classmethod
-    def _from_snapshot(cls, path: str, layout: Any = None) -> tuple[SimhashIndex, str | None]:
-        """The index a snapshot holds (without its log) and the snapshot's id."""
-        header, fps, keys = cls._read_snapshot(path)
-        try:
-            lay = TableLayout.from_dict(header["layout"]) if layout is None else layout
-            index = cls(k=header["k"], layout=lay, compress=header.get("compress", False),
-                        fingerprint_version=header.get("fingerprint_version"))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise CorruptStateError(path, None, f"bad layout in header: {exc}") from None
-        index._add_arrays(fps, keys)
-        return index, header.get("snapshot_id")
-
-    def _replay(self, log: LogContents, log_path: str, snapshot_id: str | None) -> bool:
-        """Apply a log's records; False (and nothing applied) when the log
-        belongs to another snapshot."""
-        if log.header.get("snapshot_id") != snapshot_id:
-            logger.warning("Ignored %(log)s: it precedes the snapshot it sits next to",
-                           {"log": log_path})
-            return False
-        if log.truncated:
-            logger.warning("Ignored a truncated last record in %(log)s", {"log": log_path})
-        # runs of adds go in as arrays; removes one by one, in order
-        is_remove = np.fromiter((p == _REMOVE for p in log.payloads), dtype=bool,
-                                count=len(log.payloads))
-        bounds = np.flatnonzero(is_remove)
-        start = 0
-        for r in [*bounds.tolist(), len(is_remove)]:
-            if r > start:
-                self._add_arrays(log.fingerprints[start:r], log.keys[start:r])
-            if r < len(is_remove):
-                self._remove(int(log.keys[r]))
-            start = r + 1
-        return True
+        return snapshot.load(cls, path, layout=layout)
 
     @classmethod
     def open(cls, path, k: int = 3, layout: Any = "auto", expected_size: int = 1 << 20,
              compress: bool = False, *, reset: bool = False,
              fingerprint_version: int | None = None) -> SimhashIndex:
         """An index persisted at ``path``: loaded (snapshot + log) when present,
-        else new; every later add/remove is appended to ``path + ".log"``.
-        A snapshot's own layout and compression win over the arguments; a
-        different ``k`` is an error. ``reset=True`` deletes both files first."""
-        path = os.fspath(path)
-        log_path = path + ".log"
-        if reset:
-            for name in (path, log_path):
-                if os.path.exists(name):
-                    os.unlink(name)
-        if os.path.exists(path):
-            index, snapshot_id = cls._from_snapshot(path)
-            if index.k != k:
-                raise ValueError(f"{path} holds an index for k={index.k}, not k={k}")
-        else:
-            index = cls(k, layout, expected_size, compress,
-                        fingerprint_version=fingerprint_version)
-            snapshot_id = None
-        index._path = path
-        log = RecordLog.open(log_path, index._log_header(snapshot_id))
-        if not index._replay(log.contents, log_path, snapshot_id):
-            log.close()
-            log = RecordLog.open(log_path, index._log_header(snapshot_id), reset=True)
-        index._log = log
-        return index
+        else new; every later add/remove is appended to ``path + ".log"``, which
+        is locked against a second writer. A snapshot's own layout and
+        compression win over the arguments; a different ``k`` is an error.
+        ``reset=True`` starts empty (deleting both files)."""
+        return snapshot.open_index(cls, path, k, layout, expected_size, compress,
+                                   reset=reset, fingerprint_version=fingerprint_version)
 
     def close(self) -> None:
         """Close the log (the snapshot is only rewritten by :meth:`save`)."""

@@ -1,0 +1,311 @@
+"""``explain A B``: why two pages match or not.
+
+Each side is a page (an HTML file, or a page of ``--pages``: JSON lines, WARC,
+folders) or a URL of a crawl's state (``--state JOBDIR``: its fingerprint only,
+as a state keeps no page). The verdict is made of :class:`Check` s, one per
+signature the drop decision uses; today the simhash alone, so a second
+signature (issue 12) is one more call in :func:`checks`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from scrapy_simhash.cli import EXIT_OK
+from scrapy_simhash.cli.errors import InputError, Problems
+from scrapy_simhash.cli.fingerprints import format_fingerprint
+from scrapy_simhash.cli.options import Commands, add_distance, int_in
+from scrapy_simhash.cli.output import Progress
+from scrapy_simhash.cli.pages import PAGES_HELP, Page, file_pages, iter_pages
+
+_SCRIPT_TAGS = frozenset(("script", "style", "noscript", "template"))
+
+
+class Side(NamedTuple):
+    """One of the two pages compared."""
+
+    label: str  #: "A" or "B"
+    source: str  #: a path or URL
+    fingerprint: int | None
+    reason: str | None  #: why there is no fingerprint
+    spots: int | None  #: distinct spot signatures (None: the page is not at hand)
+    features: dict[str, float] | None  #: None: the page is not at hand (state only)
+    text_chars: int | None  #: characters of the page's visible text
+    feature_chars: int | None  #: of them, in the title, headings and main-text blocks
+
+
+class Check(NamedTuple):
+    """One signature the drop decision compares."""
+
+    name: str
+    a: str | None
+    b: str | None
+    distance: int | None
+    limit: int
+    match: bool | None  #: None: not comparable (a side has no signature)
+    reason: str
+
+
+def page_side(label: str, page: Page, min_features: int) -> Side:
+    """A side from the page itself: fingerprint, features, text share."""
+    from scrapy_simhash.fingerprinting import (
+        fingerprint_details,
+        page_features,
+        page_main_text,
+        parse_html,
+    )
+
+    root = parse_html(page.html, page.encoding)
+    if root is None:
+        result = fingerprint_details(page.html, min_features=min_features,
+                                     encoding=page.encoding)
+        return Side(label, page.source, result.fingerprint, result.reason,
+                    result.feature_count, {}, 0, 0)
+    result = fingerprint_details(root, min_features=min_features)
+    main = page_main_text(root)
+    covered = sum(map(_chars, [main.title, *main.headings, *main.blocks]))
+    return Side(label, page.source, result.fingerprint, result.reason, result.feature_count,
+                page_features(root), _visible_chars(root), covered)
+
+
+def state_side(label: str, url: str, fingerprint: int) -> Side:
+    """A side known only from a crawl's state: its fingerprint."""
+    return Side(label, url, fingerprint, None, None, None, None, None)
+
+
+def _chars(text: str) -> int:
+    return len(" ".join(text.split()))
+
+
+def _visible_chars(root: Any) -> int:
+    """Characters of a page's text (scripts and styles left out), spaces collapsed."""
+    parts = []
+    for el in root.iter():
+        if isinstance(el.tag, str) and el.tag.lower() not in _SCRIPT_TAGS and el.text:
+            parts.append(el.text)
+        if el.tail and el is not root:
+            parts.append(el.tail)
+    return _chars(" ".join(parts))
+
+
+def checks(a: Side, b: Side, k: int) -> list[Check]:
+    """Every signature the drop decision uses, compared. (Issue 12's confirming
+    signature is one more ``.append`` here.)"""
+    return [simhash_check(a, b, k)]
+
+
+def simhash_check(a: Side, b: Side, k: int) -> Check:
+    fa, fb = a.fingerprint, b.fingerprint
+    text_a = None if fa is None else format_fingerprint(fa)
+    text_b = None if fb is None else format_fingerprint(fb)
+    if fa is None or fb is None:
+        missing = a if fa is None else b
+        return Check("simhash", text_a, text_b, None, k, None,
+                     f"{missing.label} has no fingerprint ({missing.reason}): a page without "
+                     "one is never compared, never dropped")
+    d = (fa ^ fb).bit_count()
+    if d <= k:
+        return Check("simhash", text_a, text_b, d, k, True, f"{d} bits apart, within k={k}")
+    return Check("simhash", text_a, text_b, d, k, False, f"{d} bits apart, more than k={k}")
+
+
+def verdict(found: Sequence[Check]) -> tuple[bool | None, str]:
+    """Near-duplicates when every check matches."""
+    if any(c.match is None for c in found):
+        return None, "not near-duplicates: " + "; ".join(
+            c.reason for c in found if c.match is None) + ". Both are kept."
+    if all(c.match for c in found):
+        return True, ("near-duplicates: " + "; ".join(f"{c.name} {c.reason}" for c in found)
+                      + ". A crawl keeps the one it fetches first and treats the other as "
+                        "its duplicate (SIMHASH_ACTION: drop, drop_outlinks or log).")
+    return False, ("not near-duplicates: " + "; ".join(
+        f"{c.name} {c.reason}" for c in found if not c.match) + ". Both are kept.")
+
+
+class Comparison(NamedTuple):
+    shared: list[tuple[str, float, float]]  #: feature, weight in A, weight in B
+    only_a: list[tuple[str, float]]
+    only_b: list[tuple[str, float]]
+    similarity: float  #: weighted Jaccard: sum of min weights / sum of max weights
+
+
+def compare_features(a: dict[str, float], b: dict[str, float]) -> Comparison:
+    shared = sorted(((f, a[f], b[f]) for f in a.keys() & b.keys()),
+                    key=lambda t: (-(t[1] + t[2]), t[0]))
+    only_a = sorted(((f, w) for f, w in a.items() if f not in b), key=lambda t: (-t[1], t[0]))
+    only_b = sorted(((f, w) for f, w in b.items() if f not in a), key=lambda t: (-t[1], t[0]))
+    keys = a.keys() | b.keys()
+    high = sum(max(a.get(f, 0.0), b.get(f, 0.0)) for f in keys)
+    low = sum(min(a.get(f, 0.0), b.get(f, 0.0)) for f in keys)
+    return Comparison(shared, only_a, only_b, low / high if high else 0.0)
+
+
+def _n(count: int | None, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _kind(name: str) -> str:
+    if name.startswith("title:"):
+        return "title word"
+    if name.startswith("h:"):
+        return "heading word"
+    return "spot signature"
+
+
+def describe(side: Side, min_features: int) -> list[str]:
+    fp = "none" if side.fingerprint is None else format_fingerprint(side.fingerprint)
+    lines = [f"{side.label}: {side.source}", f"  fingerprint {fp}"
+             + (f" ({side.reason})" if side.reason else "")]
+    if side.features is None:
+        lines.append("  from the crawl's state, which keeps fingerprints and URLs only: its "
+                     "features and text cannot be shown (give the page itself: an HTML file "
+                     "or --pages)")
+        return lines
+    titles = sum(f.startswith("title:") for f in side.features)
+    headings = sum(f.startswith("h:") for f in side.features)
+    lines.append(f"  features: {len(side.features)} = {_n(side.spots, 'spot signature')} (the "
+                 f"count compared with min_features={min_features}) + "
+                 f"{_n(titles, 'title word')} + {_n(headings, 'heading word')}")
+    if side.text_chars:
+        share = side.feature_chars / side.text_chars
+        lines.append(f"  text the features come from (title, headings, main-text blocks): "
+                     f"{side.feature_chars:,} of the page's {side.text_chars:,} characters "
+                     f"of visible text ({share:.0%})")
+    else:
+        lines.append("  the page has no visible text")
+    return lines
+
+
+def explain(a: Side, b: Side, k: int, min_features: int, top: int = 15) -> dict[str, Any]:
+    """Everything ``explain`` prints, as plain values."""
+    found = checks(a, b, k)
+    near, reason = verdict(found)
+    out: dict[str, Any] = {
+        "a": _side_data(a), "b": _side_data(b), "k": k, "min_features": min_features,
+        "checks": [c._asdict() for c in found], "near_duplicates": near, "verdict": reason,
+    }
+    if a.features is not None and b.features is not None:
+        cmp = compare_features(a.features, b.features)
+        out["features"] = {
+            "similarity": round(cmp.similarity, 4), "shared_count": len(cmp.shared),
+            "shared": [{"feature": f, "kind": _kind(f), "weight_a": wa, "weight_b": wb}
+                       for f, wa, wb in cmp.shared[:top]],
+            "only_a_count": len(cmp.only_a),
+            "only_a": [{"feature": f, "kind": _kind(f), "weight": w} for f, w in cmp.only_a[:top]],
+            "only_b_count": len(cmp.only_b),
+            "only_b": [{"feature": f, "kind": _kind(f), "weight": w} for f, w in cmp.only_b[:top]],
+        }
+    return out
+
+
+def _side_data(side: Side) -> dict[str, Any]:
+    data = side._asdict()
+    data["fingerprint"] = None if side.fingerprint is None else format_fingerprint(
+        side.fingerprint)
+    data["features"] = None if side.features is None else len(side.features)
+    return data
+
+
+def render(a: Side, b: Side, data: dict[str, Any]) -> str:
+    lines = [*describe(a, data["min_features"]), *describe(b, data["min_features"]), ""]
+    for c in data["checks"]:
+        lines.append(f"{c['name']}: A {c['a'] or 'none'}, B {c['b'] or 'none'}: {c['reason']}")
+    feats = data.get("features")
+    if feats is not None:
+        lines.append(f"features: {feats['shared_count']} shared, {feats['only_a_count']} only "
+                     f"in A, {feats['only_b_count']} only in B; weighted overlap "
+                     f"{feats['similarity']:.0%} (sum of the smaller weights / sum of the "
+                     "larger)")
+        for title, rows, both in (("shared", feats["shared"], True),
+                                  ("only in A", feats["only_a"], False),
+                                  ("only in B", feats["only_b"], False)):
+            if not rows:
+                continue
+            lines.append(f"  {title} (heaviest first):")
+            for r in rows:
+                weight = f"{r['weight_a']:g} / {r['weight_b']:g}" if both else f"{r['weight']:g}"
+                lines.append(f"    {weight:>9}  {r['feature']}  ({r['kind']})")
+    lines.append("")
+    lines.append(f"verdict: {data['verdict']}")
+    return "\n".join(lines)
+
+
+def _resolve(specs: Sequence[str], pages: Sequence[str], state_path: str | None,
+             min_features: int, problems: Problems) -> list[Side]:
+    """Each spec as a side: a page file, a page of ``pages``, or a URL of the state."""
+    sides: dict[int, Side] = {}
+    labels = ("A", "B")
+    wanted: dict[str, list[int]] = {}
+    for i, spec in enumerate(specs):
+        path = Path(spec)
+        if path.is_file():
+            found = list(file_pages(path, problems))
+            if len(found) != 1:
+                raise InputError(spec, None, f"holds {len(found)} pages: give one page, or "
+                                             "this file as --pages and a URL of it")
+            sides[i] = page_side(labels[i], found[0], min_features)
+        else:
+            wanted.setdefault(spec, []).append(i)
+    if wanted and pages:
+        for page in iter_pages(pages, problems):
+            for i in wanted.pop(page.source, ()):
+                sides[i] = page_side(labels[i], page, min_features)
+            if not wanted:
+                break
+    if wanted and state_path is not None:
+        from scrapy_simhash.cli.crawl import load_state
+
+        state = load_state(state_path)
+        for url, fp in zip(state.urls, state.fingerprints.tolist()):
+            for i in wanted.pop(url, ()):
+                sides[i] = state_side(labels[i], url, fp)
+    for spec in wanted:
+        where = ["not a file"]
+        if pages:
+            where.append("not a page of --pages")
+        where.append("not a URL of --state" if state_path else "no --state given to look "
+                                                               "URLs up in")
+        raise InputError(spec, None, ", ".join(where))
+    return [sides[0], sides[1]]
+
+
+def cmd_explain(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+
+    min_features = DEFAULT_MIN_FEATURES if args.min_features is None else args.min_features
+    a, b = _resolve([args.a, args.b], args.pages or [], args.state, min_features, problems)
+    data = explain(a, b, args.distance, min_features, args.top)
+    print(json.dumps(data, ensure_ascii=False) if args.json else render(a, b, data))
+    return EXIT_OK
+
+
+def add_commands(commands: Commands) -> None:
+    p = commands.add(
+        "explain", cmd_explain, "why two pages match or not: fingerprints, features, verdict",
+        formats=f"input: A, B: an HTML file each; or a URL/source of a page in --pages "
+                f"({PAGES_HELP}); "
+                "or a URL stored in a crawl's state (--state JOBDIR): the state keeps "
+                "fingerprints and URLs only, so such a side shows its fingerprint, the "
+                "distance and the verdict, not its features.\n\noutput: for each page its "
+                "fingerprint, its features (spot signatures, the count compared with "
+                "min_features, plus title and heading words) and the share of its visible "
+                "text they come from; the distance; the shared features and those of one "
+                "side only, with their weights; the verdict and its reason. --json: one "
+                "object.",
+        example="explain page-a.html page-b.html --distance 3",
+    )
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    add_distance(p)
+    p.add_argument("--pages", action="append", metavar="PATH",
+                   help="JSON lines, WARC files or folders to find A and B in (repeatable)")
+    p.add_argument("--state", metavar="JOBDIR", help="a crawl's JOBDIR to look URLs up in")
+    p.add_argument("--min-features", type=int_in(0, 1 << 30), default=None,
+                   help="fewest spot signatures for a fingerprint (default: the library's)")
+    p.add_argument("--top", type=int_in(0, 10_000), default=15,
+                   help="features listed in each group (default: 15)")
+    p.add_argument("--json", action="store_true", help="one JSON object")

@@ -1,0 +1,428 @@
+"""Near-duplicates in a fingerprint list: ``find-all``, ``clusters``, ``query``, ``plan``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
+from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem
+from scrapy_simhash.cli.fingerprints import (
+    FingerprintList,
+    Keys,
+    format_fingerprint,
+    format_fingerprints,
+    parse_fingerprint,
+    read_fingerprint_list,
+)
+from scrapy_simhash.cli.options import (
+    FINGERPRINT_FORMAT_HELP,
+    Commands,
+    add_distance,
+    add_input,
+    add_layout,
+    add_output,
+    count,
+)
+from scrapy_simhash.cli.output import Progress, Rows, open_output
+
+
+def read_list(path: str, problems: Problems, progress: Progress | None = None,
+              notation: str = "auto") -> FingerprintList:
+    """The fingerprint list in ``path`` (``-``: stdin)."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            found = read_fingerprint_list(sys.stdin.buffer, name, problems, progress, notation)
+        else:
+            with open(path, "rb") as stream:
+                found = read_fingerprint_list(stream, path, problems, progress, notation)
+    except OSError as exc:
+        raise InputError(path, None, exc.strerror or str(exc)) from None
+    if found.without:
+        rows = f"{found.without:,} row{'s' if found.without != 1 else ''}"
+        problems.note(f"{name}: {rows} without a fingerprint ('-') skipped")
+    return found
+
+
+def resolve_layout(k: int, size: int, blocks: int | None = None, layout: str = "auto") -> Any:
+    """The table layout from ``--blocks``/``--layout`` (through ``TableLayout.resolve``)."""
+    from scrapy_simhash.index import TableLayout
+
+    spec = str(blocks) if blocks is not None else layout
+    try:
+        return TableLayout.resolve(spec, k, max(size, 1))
+    except ValueError as exc:
+        option = "--blocks" if blocks is not None else "--layout"
+        raise UsageProblem(f"bad {option} for --distance {k}: {exc}") from None
+
+
+def build_index(fps: np.ndarray, k: int, layout: Any, progress: Progress | None = None) -> Any:
+    """A SimhashIndex of ``fps`` keyed by their position."""
+    from scrapy_simhash.index import SimhashIndex
+
+    if progress:
+        progress(f"indexing {len(fps):,} fingerprints", force=True)
+    index = SimhashIndex(k=k, layout=layout, expected_size=max(len(fps), 1))
+    index.add_many(fps, np.arange(len(fps), dtype=np.uint64))
+    return index
+
+
+class Entries(NamedTuple):
+    """The distinct members of a list. Without keys a member is a distinct
+    fingerprint; with keys, a distinct (key, fingerprint): row ``rows[i]`` of the list."""
+
+    fingerprints: np.ndarray
+    keys: Keys | None  #: the list's keys (None: it has none)
+    rows: np.ndarray | None  #: each member's row in the list (None without keys)
+    counts: np.ndarray  #: how often each member occurs
+
+    def key(self, i: int) -> str:
+        return self.keys[int(self.rows[i])]
+
+
+def distinct_entries(fl: FingerprintList, with_keys: bool = True) -> Entries:
+    """Members listed once (a cluster must not list a page twice); by fingerprint
+    alone when the list has no keys or ``with_keys`` is false."""
+    if fl.keys is None or not with_keys:
+        uniq, counts = np.unique(fl.fingerprints, return_counts=True)
+        return Entries(uniq, None, None, counts)
+    fps = fl.fingerprints
+    _, inverse, same_fp = np.unique(fps, return_inverse=True, return_counts=True)
+    counts = np.ones(len(fps), np.int64)
+    first: dict[tuple[int, str], int] = {}
+    # only rows sharing a fingerprint can repeat a member
+    for i in np.flatnonzero(same_fp[inverse] > 1).tolist():
+        at = first.setdefault((int(fps[i]), fl.keys[i]), i)
+        if at != i:
+            counts[at] += 1
+            counts[i] = 0
+    rows = np.flatnonzero(counts)
+    return Entries(fps[rows], fl.keys, rows, counts[rows])
+
+
+def entry_pairs(entries: Entries, k: int, layout: Any, progress: Progress | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of members within ``k`` bits: ``(n, 2)`` member positions and distances.
+
+    Without keys a fingerprint seen more than once pairs with itself (distance 0),
+    as simhash-cpp reports it.
+    """
+    index = build_index(entries.fingerprints, k, layout, progress)
+    if progress:
+        progress("finding pairs", force=True)
+    pairs, distances = index.pairs(with_distances=True)
+    pairs = pairs.astype(np.int64)
+    if entries.keys is None:
+        same = np.flatnonzero(entries.counts > 1)
+        pairs = np.concatenate([pairs, np.stack([same, same], axis=1)])
+        distances = np.concatenate([distances, np.zeros(len(same), np.uint8)])
+    return pairs, distances
+
+
+def _members(args: argparse.Namespace, problems: Problems, progress: Progress
+             ) -> tuple[Entries, Any] | None:
+    """The distinct members of ``--input`` and the layout for them (None: no input)."""
+    fl = read_list(args.input, problems, progress, args.input_format)
+    if not len(fl.fingerprints):
+        return None
+    entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
+    size = len(entries.fingerprints)
+    return entries, resolve_layout(args.distance, size, args.blocks, args.layout)
+
+
+def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    found = _members(args, problems, progress)
+    if found is None:
+        return _no_input(args.input, problems)
+    entries, layout = found
+    pairs, distances = entry_pairs(entries, args.distance, layout, progress)
+    fps = entries.fingerprints
+    progress(f"writing {len(pairs):,} pairs", force=True)
+    with open_output(args.output) as out:
+        if args.simhash_cpp:
+            values = np.sort(fps[pairs], axis=1)
+            values = values[np.lexsort((values[:, 1], values[:, 0]))]
+            write_arrays(out, values.tolist())
+            return EXIT_OK
+        if entries.keys is None:
+            order = np.lexsort((fps[pairs[:, 1]], fps[pairs[:, 0]]))
+            rows = Rows(out, ("fingerprint_a", "fingerprint_b", "distance"),
+                        as_json=args.json, header=not args.no_header)
+            a = _fp_column(fps[pairs[order, 0]], args)
+            b = _fp_column(fps[pairs[order, 1]], args)
+            for fa, fb, d in zip(a, b, distances[order].tolist()):
+                rows.add(fa, fb, d)
+        else:
+            rows = Rows(out, ("key_a", "key_b", "distance", "fingerprint_a", "fingerprint_b"),
+                        as_json=args.json, header=not args.no_header)
+            found = []
+            for (i, j), d in zip(pairs.tolist(), distances.tolist()):
+                ki, kj = entries.key(i), entries.key(j)
+                if (kj, fps[j]) < (ki, fps[i]):
+                    i, j, ki, kj = j, i, kj, ki
+                found.append((ki, kj, d, i, j))
+            found.sort()
+            for ka, kb, d, i, j in found:
+                rows.add(ka, kb, d, _fp_cell(fps[i], args), _fp_cell(fps[j], args))
+        rows.flush()
+    return EXIT_OK
+
+
+def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    found = _members(args, problems, progress)
+    if found is None:
+        return _no_input(args.input, problems)
+    entries, layout = found
+    groups = member_clusters(entries, args.distance, layout, progress)
+    fps = entries.fingerprints
+    progress(f"writing {len(groups):,} clusters", force=True)
+    with open_output(args.output) as out:
+        if args.simhash_cpp:
+            write_arrays(out, sorted(fps[g].tolist() for g in groups))
+            return EXIT_OK
+        if entries.keys is None:
+            rows = Rows(out, ("cluster", "size", "fingerprint", "count"),
+                        as_json=args.json, header=not args.no_header)
+            for n, group in enumerate(groups, 1):
+                for i in group.tolist():
+                    rows.add(n, len(group), _fp_cell(fps[i], args), int(entries.counts[i]))
+        else:
+            rows = Rows(out, ("cluster", "size", "key", "fingerprint"),
+                        as_json=args.json, header=not args.no_header)
+            for n, group in enumerate(groups, 1):
+                for i in group.tolist():
+                    rows.add(n, len(group), entries.key(i), _fp_cell(fps[i], args))
+        rows.flush()
+    return EXIT_OK
+
+
+def member_clusters(entries: Entries, k: int, layout: Any, progress: Progress | None = None
+                    ) -> list[np.ndarray]:
+    """Connected groups of members within ``k`` bits (a fingerprint seen several
+    times without keys is a group too), largest first; members in key/fingerprint order."""
+    index = build_index(entries.fingerprints, k, layout, progress)
+    if progress:
+        progress("finding clusters", force=True)
+    groups = [g.astype(np.int64) for g in index.clusters()]
+    if entries.keys is None:
+        clustered = np.zeros(len(entries.fingerprints), bool)
+        for g in groups:
+            clustered[g] = True
+        groups += [np.array([i]) for i in np.flatnonzero((entries.counts > 1) & ~clustered)]
+        order = [np.sort(g) for g in groups]  # fingerprint order: entries are sorted
+        order.sort(key=lambda g: (-len(g), int(entries.fingerprints[g[0]])))
+        return order
+    fps = entries.fingerprints
+    order = [np.array(sorted(g.tolist(), key=lambda i: (entries.key(i), int(fps[i]))))
+             for g in groups]
+    order.sort(key=lambda g: (-len(g), entries.key(int(g[0]))))
+    return order
+
+
+def _fp_column(values: np.ndarray, args: argparse.Namespace) -> list[Any]:
+    """Fingerprints as written in a column: hex, or decimal (numbers in JSON)."""
+    if args.json and args.decimal:
+        return np.asarray(values, dtype=np.uint64).tolist()
+    return format_fingerprints(values, args.decimal)
+
+
+def _fp_cell(value: Any, args: argparse.Namespace) -> Any:
+    """One fingerprint as written in a column."""
+    value = int(value)
+    return value if args.json and args.decimal else format_fingerprint(value, args.decimal)
+
+
+def write_arrays(out: Any, rows: list[list[int]]) -> None:
+    """simhash-cpp's output: each row a JSON array of decimal fingerprints."""
+    batch: list[str] = []
+    for row in rows:
+        batch.append("[" + ", ".join(map(str, row)) + "]\n")
+        if len(batch) >= 65536:
+            out.write("".join(batch).encode())
+            batch.clear()
+    out.write("".join(batch).encode())
+
+
+def _no_input(name: str, problems: Problems) -> int:
+    problems.note(f"no valid fingerprint in {'<stdin>' if name == '-' else name}")
+    return EXIT_INPUT
+
+
+# -- query ------------------------------------------------------------------------
+
+
+def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    if args.fingerprints:
+        try:
+            values = [parse_fingerprint(v, args.input_format) for v in args.fingerprints]
+        except ValueError as exc:
+            raise UsageProblem(str(exc)) from None
+        queries = FingerprintList(np.array(values, dtype=np.uint64), None, "hex", 0)
+    else:
+        queries = read_list(args.input, problems, progress, args.input_format)
+        if not len(queries.fingerprints):
+            return _no_input(args.input, problems)
+    index, k, where = open_index(args.index, args.distance)
+    found = index.query_many(queries.fingerprints)
+    keep = found.distance <= k
+    qi, fps, dist, keys = (found.query[keep], found.fingerprint[keep], found.distance[keep],
+                           found.key[keep])
+    text_q = _fp_column(queries.fingerprints, args)
+    text_m = _fp_column(fps, args)
+    columns = ("query", "match", "distance", "url" if where is not None else "index_key")
+    if queries.keys is not None:
+        columns = ("key", *columns)
+    starts = np.searchsorted(qi, np.arange(len(queries.fingerprints) + 1))
+    unmatched = 0
+    with open_output(args.output) as out:
+        rows = Rows(out, columns, as_json=args.json, header=not args.no_header)
+        for q in range(len(queries.fingerprints)):
+            lead = (queries.keys[q],) if queries.keys is not None else ()
+            matches = range(starts[q], starts[q + 1])
+            if not matches:
+                unmatched += 1
+                rows.add(*lead, text_q[q], None, None, None)
+            for m in matches:
+                key = int(keys[m])
+                rows.add(*lead, text_q[q], text_m[m], int(dist[m]),
+                         where[key] if where is not None else key)
+        rows.flush()
+    if unmatched:
+        problems.note(f"{unmatched:,} of {len(queries.fingerprints):,} fingerprints have no "
+                      f"match within {k} bits")
+    return EXIT_OK
+
+
+def open_index(path: str, distance: int | None) -> tuple[Any, int, list[str] | None]:
+    """A crawl's state (``JOBDIR`` or its state file) or a saved index: the index,
+    the distance to use, and the URLs of a state (None for a saved index)."""
+    from scrapy_simhash.backends.state import state_path
+    from scrapy_simhash.cli.crawl import load_state, looks_like_state
+    from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+    from scrapy_simhash.index import SimhashIndex
+
+    if os.path.isdir(path) or looks_like_state(state_path(path)):
+        state = load_state(path)
+        k = 3 if distance is None else distance
+        layout = resolve_layout(k, len(state.fingerprints))
+        return build_index(state.fingerprints, k, layout), k, state.urls
+    try:
+        index = SimhashIndex.load(path)
+    except OSError as exc:
+        raise InputError(path, None, exc.strerror or str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 (whatever a foreign file makes the loader raise)
+        raise InputError(path, None, f"not a saved index or crawl state: {exc}") from None
+    version = index.fingerprint_version
+    if version is not None and version != FINGERPRINT_VERSION:
+        raise InputError(path, None, f"holds fingerprints of version {version}, this "
+                                     f"scrapy-simhash computes version {FINGERPRINT_VERSION}: "
+                                     "they cannot be compared")
+    k = index.k if distance is None else distance
+    if k > index.k:
+        raise UsageProblem(f"{path} was built for k={index.k}; --distance {k} is larger")
+    return index, k, None
+
+
+# -- plan ---------------------------------------------------------------------------
+
+
+def cmd_plan(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
+    from scrapy_simhash.index import TableLayout
+    from scrapy_simhash.index import layout as layout_module
+
+    n, k = args.pages, args.distance
+    try:
+        chosen = TableLayout.plan(k, n, max_tables=args.max_tables)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    options = TableLayout.options(k, args.max_tables)
+    if args.json:
+        rows = Rows(sys.stdout.buffer, ("chosen", "layout", "tables", "p", "candidates",
+                                        "memory_bytes", "cost_us"), as_json=True)
+        for option in options:
+            rows.add(option == chosen, option.spec, len(option.tables),
+                     sorted(set(option.p_values)), sum(option.candidates(n)),
+                     option.memory_bytes(n), option.cost(n))
+        rows.flush()
+        return EXIT_OK
+    print(f"k={k}, {n:,} pages; probe cost model: tables x {layout_module.TABLE_COST} us"
+          f" + candidates x {layout_module.CANDIDATE_COST} us")
+    print(f"  {'layout':<26} {'tables':>6} {'p':>7} {'candidates':>12} {'memory':>11}"
+          f" {'cost us':>9}")
+    for option in options:
+        ps = sorted(set(option.p_values))
+        p_text = str(ps[0]) if len(ps) == 1 else f"{ps[0]}-{ps[-1]}"
+        mark = "*" if option == chosen else " "
+        print(f"{mark} {option.spec:<26} {len(option.tables):>6} {p_text:>7}"
+              f" {sum(option.candidates(n)):>12,.4g} {mib(option.memory_bytes(n)):>11}"
+              f" {option.cost(n):>9,.1f}")
+    print(f"\nchosen (*):\n{chosen.describe(n)}")
+    return EXIT_OK
+
+
+def mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB" if size < 2**30 else f"{size / 2**30:,.2f} GiB"
+
+
+# -- the commands ---------------------------------------------------------------------
+
+
+def add_commands(commands: Commands) -> None:
+    for name, func, what, output in (
+        ("find-all", cmd_find_all, "every pair of fingerprints within K bits",
+         ("output: a '#' header line, then one pair a line: key_a, key_b, distance, "
+          "fingerprint_a, fingerprint_b when the input has keys (pages with equal "
+          "fingerprints pair at distance 0); fingerprint_a, fingerprint_b, distance when "
+          "it has none (a fingerprint seen twice pairs with itself). --json: one object a "
+          "pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays.")),
+        ("clusters", cmd_clusters, "groups of fingerprints linked by matches within K bits",
+         ("output: a '#' header line, then one member a line, each distinct member once, "
+          "largest cluster first: cluster, size, key, fingerprint with keys; cluster, size, "
+          "fingerprint, count (times seen) without. --json: one object a member; "
+          "--simhash-cpp: one JSON array of distinct decimal fingerprints a cluster.")),
+    ):
+        p = commands.add(name, func, what,
+                         formats=f"input: {FINGERPRINT_FORMAT_HELP}\n\n{output}",
+                         example=f"fingerprint pages/ | scrapy-simhash {name} --distance 3")
+        add_input(p)
+        add_output(p)
+        p.add_argument("--simhash-cpp", action="store_true",
+                       help="write simhash-cpp's output format (decimal JSON arrays)")
+        add_distance(p)
+        add_layout(p)
+
+    p = commands.add(
+        "query", cmd_query, "fingerprints near the given ones in a crawl's state or a saved index",
+        formats=f"input: FP arguments, or else a fingerprint list (-i, default stdin). "
+                f"{FINGERPRINT_FORMAT_HELP}\n\noutput: a '#' header line, then one match a "
+                "line: [key,] query, match, distance, url (the stored page's URL; "
+                "index_key for a saved index); a query without a match gets one line of "
+                "'-'. --json: one object a line.",
+        example="query f20fd1b882e00196 --index crawls/site",
+    )
+    p.add_argument("fingerprints", nargs="*", metavar="FP",
+                   help="16 hex digits, 0x-prefixed hex, or decimal")
+    p.add_argument("--index", required=True, metavar="PATH",
+                   help="a crawl's JOBDIR, its simhash.seen file, or a saved SimhashIndex")
+    add_distance(p, default=None,
+                 help="maximum distance (default: the index's k, or 3 for a crawl state)")
+    add_input(p)
+    add_output(p)
+
+    p = commands.add(
+        "plan", cmd_plan, "the table layouts considered for K and N pages, and the choice",
+        formats="input: K and N only.\n\noutput: a table of the layouts considered, the "
+                "chosen one marked '*', then "
+                "its description; --json: one object a layout.",
+        example="plan --distance 3 --pages 10M",
+    )
+    add_distance(p)
+    p.add_argument("-n", "--pages", type=count, required=True, metavar="N",
+                   help="expected number of pages (1000000, 1e6, 10M)")
+    p.add_argument("--max-tables", type=count, default=None)
+    p.add_argument("--json", action="store_true", help="JSON lines, one object a layout")

@@ -1,0 +1,335 @@
+"""Downloader middleware skipping requests that learned URL rules map to a kept page.
+
+The spider middleware confirms near-duplicates after download; this component
+learns, from those confirmed drops (``simhash_duplicate``) and the pages kept
+(``simhash_kept``), which URL differences never change the page on a site
+(:mod:`scrapy_simhash.rules`), and skips a request before it is downloaded when
+an active rule maps it to a page already fetched and kept.
+
+It runs in ``process_request`` rather than in the scheduler's dupefilter: a
+request is checked when it is about to be downloaded, with the rules learned by
+then (not those known when it was enqueued); ``DUPEFILTER_CLASS``, its
+``requests.seen`` and scrapy-redis's dupefilter stay as they are; and a skipped
+request's errback receives :class:`SkippedByRule`, an ``IgnoreRequest``.
+Requests with ``dont_filter``, ``meta["simhash_rules"] = False`` (or
+``simhash_enabled = False``) and Scrapy's own ``NO_CALLBACK`` downloads
+(robots.txt, media) are never skipped; priorities are untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+
+from scrapy_simhash import signals as simhash_signals
+from scrapy_simhash.index.store import CorruptStateError
+from scrapy_simhash.rules import RULES_FILE, FileRuleLog, RedisRuleLog, RuleBook, replay
+from scrapy_simhash.rules.learn import Rule, RuleEvent
+from scrapy_simhash.settings import SimhashSettings, _get_choice, _get_int, _get_path, _invalid
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.spiders import Spider
+
+logger = logging.getLogger(__name__)
+
+RULES_MODES = ("apply", "learn", "off")
+#: How often (seconds) a process reads the rules' evidence other processes shared.
+SYNC_INTERVAL = 0.5
+MIDDLEWARE_ORDER = 80  # after OffsiteMiddleware (50), before RobotsTxt (100) and the rest
+
+
+class SkippedByRule(IgnoreRequest):
+    """A request was not downloaded: a learned URL rule maps it to a kept page."""
+
+    def __init__(self, request: Request, duplicate_of: str, rule: str) -> None:
+        self.request = request
+        self.duplicate_of = duplicate_of
+        self.rule = rule
+        super().__init__(f"{request} skipped: rule {rule!r} maps it to <{duplicate_of}>")
+
+
+@dataclass(frozen=True)
+class RulesSettings:
+    """The validated ``SIMHASH_RULES*`` settings."""
+
+    mode: str = "apply"
+    min_support: int = 3
+    verify_share: float = 0.05
+    verify_first: int = 2
+    path: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any, config: SimhashSettings) -> RulesSettings:
+        path = _get_path(settings, "SIMHASH_RULES_PATH")
+        if path is None:
+            jobdir = settings.get("JOBDIR") or None
+            if jobdir:
+                path = os.path.join(jobdir, RULES_FILE)
+            elif config.persist_path:
+                path = config.persist_path + ".rules"
+        return cls(
+            mode=_get_choice(settings, "SIMHASH_RULES", "apply", RULES_MODES),
+            min_support=_get_int(settings, "SIMHASH_RULES_MIN_SUPPORT", 3, 1),
+            verify_share=_get_share(settings, "SIMHASH_RULES_VERIFY_SHARE", 0.05),
+            verify_first=_get_int(settings, "SIMHASH_RULES_VERIFY_FIRST", 2, 0),
+            path=path,
+        )
+
+
+def _get_share(settings: Any, name: str, default: float) -> float:
+    value = settings.get(name, default)
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        raise _invalid(name, value, "expected a share from 0 to 1, such as 0.05") from None
+    if isinstance(value, bool) or not 0.0 <= share <= 1.0:
+        raise _invalid(name, value, "expected a share from 0 to 1, such as 0.05")
+    return share
+
+
+class UrlRulesMiddleware:
+    """Learn URL rules from confirmed near-duplicates; skip requests they map to kept pages."""
+
+    def __init__(self, crawler: Crawler, config: SimhashSettings, rules: RulesSettings) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        self.settings = rules
+        # SIMHASH_ACTION=log is a dry run: rules are learned, nothing is skipped
+        self.apply = rules.mode == "apply" and config.action != "log"
+        self.book = RuleBook(rules.min_support, rules.verify_first, rules.verify_share)
+        self.log: FileRuleLog | RedisRuleLog | None = None
+        self._audit: Any = None
+        self._verifying: dict[str, str] = {}  # URL fetched to verify -> rule id
+        self._next_sync = 0.0
+        self._redis_errors: tuple[type[BaseException], ...] = ()
+        self._failed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UrlRulesMiddleware:
+        config = SimhashSettings.from_settings(crawler.settings)
+        rules = RulesSettings.from_settings(crawler.settings, config)
+        if not config.enabled or rules.mode == "off":
+            raise NotConfigured
+        mw = cls(crawler, config, rules)
+        connect = crawler.signals.connect
+        connect(mw.spider_opened, signal=signals.spider_opened)
+        connect(mw.spider_closed, signal=signals.spider_closed)
+        connect(mw.page_duplicate, signal=simhash_signals.simhash_duplicate)
+        connect(mw.page_kept, signal=simhash_signals.simhash_kept)
+        return mw
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def spider_opened(self, spider: Spider) -> None:
+        try:
+            self.log = self._open_log(spider.name)
+            events = self.log.open() if self.log is not None else []
+        except (CorruptStateError, OSError, *self._redis_errors) as exc:
+            # Without its evidence a rule could skip a page kept as distinct: fetch everything.
+            self._stop_applying("cannot read the rules' evidence", exc)
+            events = []
+        if self.config.log_file:
+            self._audit = open(self.config.log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        replay(self.book, events)
+        self.stats.set_value("simhash/rules_active", self.book.active_count)
+        logger.info(
+            "URL rules (SIMHASH_RULES=%(mode)s): %(active)d active, %(rules)d learned, "
+            "from %(events)d stored events in %(where)s",
+            {"mode": self.settings.mode, "active": self.book.active_count,
+             "rules": len(self.book.rules), "events": len(events),
+             "where": self._where()},
+            extra={"spider": spider},
+        )
+
+    def _open_log(self, spider_name: str) -> FileRuleLog | RedisRuleLog | None:
+        if self.config.backend == "redis":
+            from scrapy_simhash.backends.redis import REDIS_PARAMS_DEFAULTS, import_redis
+
+            redis = import_redis()
+            self._redis_errors = (redis.RedisError,)
+            params = {**REDIS_PARAMS_DEFAULTS, **self.config.redis_params}
+            client = redis.Redis.from_url(self.config.redis_url, **params)
+            key = (self.config.redis_key % {"spider": spider_name}) + ":rules"
+            return RedisRuleLog(client, key, reset=self.config.reset)
+        if self.settings.path:
+            return FileRuleLog(self.settings.path, reset=self.config.reset)
+        return None
+
+    def _where(self) -> str:
+        if isinstance(self.log, RedisRuleLog):
+            return f"Redis list {self.log.key}"
+        if isinstance(self.log, FileRuleLog):
+            return self.log.path
+        return "memory"
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self.log is not None:
+            self.log.close()
+        if self._audit is not None:
+            self._audit.close()
+            self._audit = None
+        self.stats.set_value("simhash/rules_active", self.book.active_count)
+        logger.info(
+            "URL rules: %(active)d active, %(retired)d retired, %(learned)d learned; "
+            "%(skipped)d requests skipped",
+            {"active": self.book.active_count,
+             "retired": sum(r.retired for r in self.book.rules.values()),
+             "learned": len(self.book.rules),
+             "skipped": self.stats.get_value("simhash/requests_skipped_count", 0)},
+            extra={"spider": spider},
+        )
+
+    # -- evidence ----------------------------------------------------------
+
+    def page_kept(self, response: Response, **kwargs: Any) -> None:
+        url = response.url
+        self._record(["k", url])
+        self._learn(self.book.kept, url)
+        rule = self._verifying.pop(url, None)
+        if rule is not None:
+            self.stats.inc_value("simhash/rules_verify_failed_count")
+
+    def page_duplicate(self, response: Response, duplicate_of: str, **kwargs: Any) -> None:
+        url = response.url
+        self._record(["d", url, duplicate_of])
+        self._learn(self.book.duplicate, url, duplicate_of)
+        if self._verifying.pop(url, None) is not None:
+            self.stats.inc_value("simhash/rules_verify_confirmed_count")
+
+    def _learn(self, step: Any, *urls: str) -> None:
+        try:
+            events = step(*urls)
+        except Exception as exc:  # a rule book left half-updated must not skip anything
+            logger.error("URL rules: learning from %(urls)s failed", {"urls": urls},
+                         exc_info=True, extra={"spider": self.crawler.spider})
+            self._stop_applying("a learning step failed", exc)
+            return
+        self._report(events)
+
+    def _record(self, event: list) -> None:
+        if self.log is None:
+            return
+        try:
+            self.log.append(event)
+        except (OSError, *self._redis_errors) as exc:
+            self._stop_applying("cannot store the rules' evidence", exc)
+
+    def _report(self, events: list[RuleEvent]) -> None:
+        if not events:
+            return
+        spider = self.crawler.spider
+        for kind, rule, (a, b) in events:
+            if kind == "retired":
+                logger.warning(
+                    "URL rule retired: %(rule)s maps <%(a)s> and <%(b)s>, two pages kept as "
+                    "distinct (it had %(support)d supporting pages, %(skips)d skips)",
+                    {"rule": rule.id, "a": a, "b": b, "support": rule.support,
+                     "skips": rule.skips},
+                    extra={"spider": spider},
+                )
+                self.stats.inc_value("simhash/rules_retired_count")
+            elif kind == "rejected":
+                logger.debug("URL rule candidate rejected: %(rule)s maps <%(a)s> and <%(b)s>, "
+                             "two pages kept as distinct", {"rule": rule.id, "a": a, "b": b},
+                             extra={"spider": spider})
+                self.stats.inc_value("simhash/rules_rejected_count")
+            elif kind == "activated":
+                logger.info(
+                    "URL rule active: %(rule)s (%(support)d supporting pages, e.g. <%(a)s> "
+                    "= <%(b)s>)", {"rule": rule.id, "support": rule.support, "a": a, "b": b},
+                    extra={"spider": spider},
+                )
+            else:
+                self.stats.inc_value("simhash/rules_learned_count")
+        self.stats.set_value("simhash/rules_active", self.book.active_count)
+
+    # -- downloader middleware hook -----------------------------------------
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        if request.dont_filter or request.callback is NO_CALLBACK:
+            return None
+        meta = request.meta
+        if not meta.get("simhash_rules", True) or not meta.get("simhash_enabled", True):
+            return None
+        if isinstance(self.log, RedisRuleLog) and time.monotonic() >= self._next_sync:
+            self._sync()
+        decision = self.book.check(request.url)
+        if decision is None:
+            return None
+        rule = decision.rule
+        if decision.verify:
+            self._verifying[request.url] = rule.id
+            self.stats.inc_value("simhash/rules_verify_count")
+            return None
+        if not self.apply:
+            self.stats.inc_value("simhash/requests_skippable_count")
+            logger.debug("Would skip %(request)s (not applying rules): rule %(rule)s maps it "
+                         "to <%(of)s>", {"request": request, "rule": rule.id,
+                                         "of": decision.duplicate_of},
+                         extra={"spider": self.crawler.spider})
+            return None
+        self._skip(request, rule, decision.duplicate_of)
+        raise SkippedByRule(request, decision.duplicate_of, rule.id)
+
+    def _skip(self, request: Request, rule: Rule, duplicate_of: str) -> None:
+        first = rule.skips == 0
+        self.book.skipped(rule.id)
+        self._record(["s", rule.id])
+        stats = self.stats
+        stats.inc_value("simhash/requests_skipped_count")
+        stats.inc_value(f"simhash/requests_skipped_count/{rule.id}")
+        spider = self.crawler.spider
+        level = logging.INFO if first else logging.DEBUG
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "Skipped %(request)s before download: rule %(rule)s maps it to the kept page "
+                "<%(of)s>%(more)s",
+                {"request": request, "rule": rule.id, "of": duplicate_of,
+                 "more": " (further skips of this rule at DEBUG)" if first else ""},
+                extra={"spider": spider},
+            )
+        if self._audit is not None:
+            self._audit.write(json.dumps({
+                "event": "skip",
+                "time": datetime.now(timezone.utc).isoformat(),
+                "spider": getattr(spider, "name", None),
+                "url": request.url,
+                "duplicate_of": duplicate_of,
+                "action": "skip",
+                "rule": rule.id,
+            }) + "\n")
+
+    def _sync(self) -> None:
+        self._next_sync = time.monotonic() + SYNC_INTERVAL
+        assert self.log is not None
+        try:
+            events = self.log.poll()
+        except self._redis_errors as exc:
+            self._stop_applying("cannot read the shared rules' evidence", exc)
+            return
+        self._report(replay(self.book, events))
+
+    def _stop_applying(self, what: str, exc: BaseException) -> None:
+        if not self._failed:
+            self._failed = True
+            logger.warning(
+                "URL rules: %(what)s (%(error)s); no request is skipped for the rest of the "
+                "crawl", {"what": what, "error": exc}, extra={"spider": self.crawler.spider},
+            )
+        self.apply = False
+        self.log = None
+        self.stats.inc_value("simhash/rules_error_count")

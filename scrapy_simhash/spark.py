@@ -1,0 +1,449 @@
+"""Near-duplicates of a crawl archive on Apache Spark: the paper's batch mode.
+
+Manku et al. (WWW 2007, §3.3) find near-duplicates of a whole archive in batch:
+fingerprints in a distributed file, each mapper builds tables for its chunk,
+reducers merge. Here Spark does that with the same pieces the crawler uses:
+
+* :func:`fingerprint_pages`: a DataFrame of pages (``url``, ``html``) to
+  ``url, fingerprint, feature_count`` through ``mapInPandas``, calling the very
+  :func:`~scrapy_simhash.fingerprint_details` of a crawl (same values).
+* :func:`near_duplicate_pairs`: every pair of distinct fingerprints within k
+  bits, exact. Identical fingerprints are collapsed first (boilerplate-identical
+  pages would make one huge bucket); each distinct fingerprint is keyed once per
+  table of a :class:`~scrapy_simhash.index.TableLayout` by the fingerprint bits
+  of the table's leading ``p`` permuted positions, a self-join on (table, key)
+  finds the candidates, ``bit_count(a ^ b) <= k`` keeps the true ones, and a
+  pair is kept only in the first table whose key bits it shares, so each pair
+  comes out once without a global ``distinct``.
+* :func:`clusters`: connected components of those pairs by large-star /
+  small-star (Kiveris et al., "Connected Components in MapReduce and Beyond",
+  SoCC 2014), then a keep list: inside each component pages are taken in URL
+  order and a page is kept unless it is within k bits of a page already kept,
+  so every dropped page has a kept near-duplicate, as in a crawl (a component's
+  chain of near-duplicates can span distinct pages: keeping one page per
+  component would lose them).
+
+Fingerprints are unsigned 64-bit; Spark has no unsigned type, so they travel as
+``bigint`` holding the same 64 bits (two's complement), which ``bit_count``,
+``^`` and equality treat exactly; :func:`to_unsigned` and :func:`from_unsigned`
+convert. Requires ``pip install 'scrapy-simhash[spark]'`` and a Java runtime.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scrapy_simhash.index import TableLayout
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "clusters",
+    "fingerprint_pages",
+    "from_unsigned",
+    "near_duplicate_pairs",
+    "read_warc",
+    "spark_layout",
+    "to_unsigned",
+]
+
+#: Largest number of tables the Spark join uses by default: each table adds one
+#: row per distinct fingerprint to the join's input.
+MAX_SPARK_TABLES = 20
+#: Iterations of large-star/small-star after which the components are refused
+#: as not converging (each pair of steps at least halves what is left in practice).
+MAX_STAR_ROUNDS = 64
+
+_INSTALL_HINT = (
+    "scrapy_simhash.spark needs pyspark and a Java runtime: "
+    "pip install 'scrapy-simhash[spark]' (and e.g. Debian's openjdk-17-jre-headless)"
+)
+
+
+def _functions() -> Any:
+    try:
+        from pyspark.sql import functions
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(_INSTALL_HINT) from exc
+    return functions
+
+
+def to_unsigned(values: Any) -> np.ndarray:
+    """Spark ``bigint`` fingerprints (signed) as ``uint64``, bit for bit."""
+    return np.asarray(values, dtype=np.int64).view(np.uint64)
+
+
+def from_unsigned(values: Any) -> np.ndarray:
+    """``uint64`` fingerprints as the signed 64-bit values Spark stores."""
+    return np.asarray(values, dtype=np.uint64).view(np.int64)
+
+
+# -- pages -> fingerprints ----------------------------------------------------
+
+
+def _fingerprint_batches(
+    batches: Iterator[pd.DataFrame], url_col: str, html_col: str, min_features: int
+) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+
+    from scrapy_simhash.fingerprinting import fingerprint_details
+
+    for batch in batches:
+        fps = np.zeros(len(batch), dtype=np.uint64)
+        counts = np.zeros(len(batch), dtype=np.int32)
+        has = np.zeros(len(batch), dtype=bool)
+        encodings = batch["encoding"] if "encoding" in batch else None
+        for i, html in enumerate(batch[html_col]):
+            encoding = None if encodings is None else encodings.iat[i]
+            result = fingerprint_details(
+                html if html is not None else b"",
+                min_features=min_features,
+                encoding=encoding if isinstance(encoding, str) and encoding else None,
+            )
+            counts[i] = result.feature_count
+            if result.fingerprint is not None:
+                fps[i] = result.fingerprint
+                has[i] = True
+        yield pd.DataFrame(
+            {
+                "url": batch[url_col].to_numpy(),
+                "fingerprint": pd.Series(from_unsigned(fps), dtype="Int64").mask(~has),
+                "feature_count": counts,
+            }
+        )
+
+
+def fingerprint_pages(
+    pages: DataFrame,
+    *,
+    url_col: str = "url",
+    html_col: str = "html",
+    min_features: int | None = None,
+) -> DataFrame:
+    """``url, fingerprint, feature_count`` for a DataFrame of pages.
+
+    ``html`` may be a string or binary column (bytes are decoded as a crawl
+    decodes them; an optional ``encoding`` column names a page's HTTP charset).
+    ``fingerprint`` is null for a page with too few features, exactly where
+    the crawler would not fingerprint it.
+    """
+    from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+
+    minimum = DEFAULT_MIN_FEATURES if min_features is None else int(min_features)
+    columns = [url_col, html_col] + (["encoding"] if "encoding" in pages.columns else [])
+    schema = "url string, fingerprint bigint, feature_count int"
+    return pages.select(*columns).mapInPandas(
+        lambda batches: _fingerprint_batches(batches, url_col, html_col, minimum), schema
+    )
+
+
+def _warc_records(paths: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+
+    from scrapy_simhash.cli.errors import Problems
+    from scrapy_simhash.cli.pages import warc_pages
+
+    for batch in paths:
+        rows: dict[str, list] = {"url": [], "html": [], "encoding": []}
+        for path in batch["path"]:
+            for page in warc_pages(Path(path), Problems()):
+                rows["url"].append(page.source)
+                html = page.html
+                rows["html"].append(html.encode("utf-8") if isinstance(html, str) else html)
+                rows["encoding"].append(page.encoding)
+        yield pd.DataFrame(rows)
+
+
+def read_warc(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """``url, html, encoding`` of every HTML response record in WARC files
+    (one task per file; ``paths`` local or on a file system every executor sees)."""
+    files: list[str] = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            files += sorted(
+                str(f) for f in p.rglob("*") if f.name.lower().endswith((".warc", ".warc.gz"))
+            )
+        else:
+            files.append(str(p))
+    frame = spark.createDataFrame([(f,) for f in files], "path string")
+    frame = frame.repartition(max(1, len(files)))
+    return frame.mapInPandas(_warc_records, "url string, html binary, encoding string")
+
+
+# -- fingerprints -> pairs --------------------------------------------------------
+
+
+def spark_layout(k: int, expected_size: int = 1 << 20) -> TableLayout:
+    """The layout the join uses: the planner's choice among layouts of at most
+    :data:`MAX_SPARK_TABLES` tables (each table is one more join input row per
+    fingerprint, so fewer tables beat narrower buckets here)."""
+    return TableLayout.plan(k, expected_size, max_tables=MAX_SPARK_TABLES)
+
+
+def table_masks(layout: TableLayout) -> list[int]:
+    """Per table, the fingerprint bits that land in its leading ``p`` permuted
+    positions: two fingerprints share a table's bucket iff they agree on them."""
+    masks = []
+    for table in layout.tables:
+        lead = np.array([((1 << table.p) - 1) << (64 - table.p)], dtype=np.uint64)
+        masks.append(int(table.unpermute_many(lead)[0]))
+    return masks
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def near_duplicate_pairs(
+    fingerprints: DataFrame,
+    k: int = 3,
+    *,
+    layout: TableLayout | str | None = None,
+    fingerprint_col: str = "fingerprint",
+) -> DataFrame:
+    """Every pair of *distinct* fingerprints within ``k`` bits, once:
+    ``a, b, distance`` with ``a < b`` as signed 64-bit values.
+
+    Identical fingerprints are one node here (see :func:`clusters` for pages);
+    nulls are ignored. Exact: a pair within k bits differs in at most k blocks,
+    so it shares every key bit of at least one table.
+    """
+    F = _functions()
+    distinct = (
+        fingerprints.select(F.col(fingerprint_col).alias("fp"))
+        .where(F.col("fp").isNotNull())
+        .distinct()
+    )
+    if layout is None or TableLayout.is_auto(layout):
+        layout = spark_layout(k, max(1, distinct.count()))
+    else:
+        layout = TableLayout.resolve(layout, k, 1)
+    masks = [_signed(m) for m in table_masks(layout)]
+    keyed = distinct.select(
+        "fp",
+        F.posexplode(F.array(*[F.col("fp").bitwiseAND(F.lit(m)) for m in masks])).alias(
+            "t", "key"
+        ),
+    )
+    a, b = keyed.alias("a"), keyed.alias("b")
+    joined = a.join(
+        b, (F.col("a.t") == F.col("b.t")) & (F.col("a.key") == F.col("b.key"))
+    ).where(F.col("a.fp") < F.col("b.fp"))
+    x = F.col("a.fp").bitwiseXOR(F.col("b.fp"))
+    first = F.array_position(
+        F.array(*[x.bitwiseAND(F.lit(m)) == 0 for m in masks]), True
+    )
+    return joined.select(
+        F.col("a.fp").alias("a"),
+        F.col("b.fp").alias("b"),
+        F.bit_count(x).cast("int").alias("distance"),
+        (F.col("a.t") + 1).alias("t1"),
+        first.alias("first"),
+    ).where((F.col("distance") <= k) & (F.col("t1") == F.col("first"))).drop("t1", "first")
+
+
+def page_pairs(pages: DataFrame, k: int = 3, *, layout: TableLayout | str | None = None
+               ) -> DataFrame:
+    """``url_a, url_b, distance`` for pages with ``url`` and ``fingerprint``: each
+    pair of distinct fingerprints within k once, between the smallest URL holding
+    each, plus every page whose fingerprint another page shares joined to the
+    smallest such URL (distance 0). Its connected components are those of all
+    page pairs, without the quadratic blow-up of boilerplate-identical pages."""
+    F = _functions()
+    pages = pages.select("url", "fingerprint").where(F.col("fingerprint").isNotNull())
+    rep = pages.groupBy("fingerprint").agg(F.min("url").alias("rep"))
+    pairs = near_duplicate_pairs(pages, k, layout=layout)
+    between = (
+        pairs.join(rep.withColumnRenamed("fingerprint", "a").withColumnRenamed("rep", "url_a"), "a")
+        .join(rep.withColumnRenamed("fingerprint", "b").withColumnRenamed("rep", "url_b"), "b")
+        .select("url_a", "url_b", "distance")
+    )
+    star = (
+        pages.join(rep, "fingerprint")
+        .where(F.col("url") != F.col("rep"))
+        .select(F.col("rep").alias("url_a"), F.col("url").alias("url_b"),
+                F.lit(0).alias("distance"))
+    )
+    return between.unionByName(star)
+
+
+def hex_column(column: Any) -> Any:
+    """A signed-bigint fingerprint column as 16 lowercase hex digits (the
+    unsigned value, as ``scrapy-simhash fingerprint`` prints it)."""
+    F = _functions()
+    return F.lower(F.lpad(F.hex(column), 16, "0"))
+
+
+def parse_fingerprint_column(column: Any) -> Any:
+    """A string fingerprint column (16 hex digits, ``0x`` hex, or unsigned
+    decimal) as the signed bigint Spark stores; null where it is neither."""
+    F = _functions()
+    text = F.lower(F.trim(column))
+    hex_digits = F.regexp_replace(text, "^0x", "")
+    is_hex = text.rlike("^0x[0-9a-f]{1,16}$") | text.rlike("^[0-9a-f]{16}$")
+    decimal = F.when(is_hex, F.conv(hex_digits, 16, 10)).when(
+        text.rlike("^[0-9]{1,20}$"), text
+    ).cast("decimal(20,0)")
+    half = F.lit(str(1 << 63)).cast("decimal(21,0)")
+    full = F.lit(str(1 << 64)).cast("decimal(21,0)")
+    in_range = decimal < full
+    return F.when(in_range & (decimal >= half), decimal - full).when(in_range, decimal).cast(
+        "bigint").alias("fingerprint")
+
+
+# -- pairs -> components -> keep list ------------------------------------------------
+
+
+def _both_ways(edges: DataFrame) -> DataFrame:
+    F = _functions()
+    return edges.select(F.col("u"), F.col("v")).union(edges.select(F.col("v"), F.col("u")))
+
+
+def _summary(edges: DataFrame) -> tuple:
+    """Count and order-free checksums of an edge set, in one job: equal for the
+    same set (what a round of stars leaves unchanged at convergence)."""
+    F = _functions()
+    row = edges.agg(
+        F.count(F.lit(1)),
+        F.sum(F.xxhash64("u", "v").cast("decimal(38,0)")),
+        F.sum(F.hash("u", "v").cast("decimal(38,0)")),
+    ).first()
+    return tuple(row)
+
+
+def _oriented(edges: DataFrame) -> DataFrame:
+    """Each undirected edge once, from its larger node to its smaller one."""
+    F = _functions()
+    return edges.select(
+        F.greatest("u", "v").alias("u"), F.least("u", "v").alias("v")
+    ).distinct()
+
+
+def _large_star(edges: DataFrame) -> DataFrame:
+    """Connect every larger neighbour of a node to the node's smallest neighbour."""
+    F = _functions()
+    both = _both_ways(edges)
+    low = both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))
+    return (
+        both.join(low, "u")
+        .where(F.col("v") > F.col("u"))
+        .select(F.col("v").alias("u"), F.col("m").alias("v"))
+        .where(F.col("u") != F.col("v"))
+        .distinct()
+    )
+
+
+def _small_star(edges: DataFrame) -> DataFrame:
+    """Connect a node and its smaller neighbours to the smallest of them."""
+    F = _functions()
+    down = _both_ways(edges).where(F.col("v") < F.col("u"))
+    low = down.groupBy("u").agg(F.min("v").alias("m"))
+    spokes = down.join(low, "u").select(F.col("v").alias("u"), F.col("m").alias("v"))
+    centre = low.select(F.col("u"), F.col("m").alias("v"))
+    return spokes.union(centre).where(F.col("u") != F.col("v")).distinct()
+
+
+def components(pairs: DataFrame) -> DataFrame:
+    """``node, component`` for every node of an undirected edge list ``u, v``:
+    the component is its smallest node (large-star / small-star until stable)."""
+    F = _functions()
+    edges = _oriented(pairs.select("u", "v").where(F.col("u") != F.col("v")))
+    edges = edges.localCheckpoint()
+    summary = _summary(edges)
+    for _ in range(MAX_STAR_ROUNDS):
+        stepped = _oriented(_small_star(_large_star(edges))).localCheckpoint()
+        # stable: the same edge set (every edge points at its component's minimum)
+        stepped_summary = _summary(stepped)
+        edges = stepped
+        if stepped_summary == summary:
+            break
+        summary = stepped_summary
+    else:  # pragma: no cover - not seen in practice
+        raise RuntimeError(f"connected components did not converge in {MAX_STAR_ROUNDS} rounds")
+    both = _both_ways(edges)
+    return both.groupBy(F.col("u").alias("node")).agg(
+        F.least(F.min("v"), F.col("node")).alias("component")
+    )
+
+
+def _greedy_keep(batches: Iterator[pd.DataFrame], k: int) -> Iterator[pd.DataFrame]:
+    """Per component, pages in URL order: a page is kept unless within k bits of
+    a page already kept in its component (the crawler's rule), so every dropped
+    page has a kept near-duplicate. Rows arrive sorted by (cluster_id, url); a
+    component may span Arrow batches, so the kept pages carry over."""
+    current = None
+    kept_fps: list[int] = []
+    kept_urls: list[str] = []
+    for batch in batches:
+        n = len(batch)
+        keep = np.zeros(n, dtype=bool)
+        duplicate_of: list[str | None] = [None] * n
+        fps = to_unsigned(batch["fingerprint"].to_numpy(dtype=np.int64)).tolist()
+        for i, (cluster, url, fp) in enumerate(zip(batch["cluster_id"], batch["url"], fps)):
+            if cluster != current:
+                current, kept_fps, kept_urls = cluster, [], []
+            for kept_fp, kept_url in zip(kept_fps, kept_urls):
+                if (kept_fp ^ fp).bit_count() <= k:
+                    duplicate_of[i] = kept_url
+                    break
+            else:
+                keep[i] = True
+                kept_fps.append(fp)
+                kept_urls.append(url)
+        yield batch.assign(keep=keep, duplicate_of=duplicate_of)
+
+
+def clusters(pages: DataFrame, k: int = 3, *, layout: TableLayout | str | None = None) -> DataFrame:
+    """``url, fingerprint, cluster_id, keep, duplicate_of`` for every page of a
+    DataFrame with ``url`` and ``fingerprint`` (signed 64-bit; null: not
+    fingerprinted, always kept).
+
+    ``cluster_id`` is the smallest fingerprint (signed) of the page's component of
+    the within-k graph, null for a page near no other; ``keep`` is the keep list
+    (see the module docstring), ``duplicate_of`` the kept page a dropped one is
+    within k bits of. Join it back to your pages on ``url``.
+    """
+    F = _functions()
+    pages = pages.select("url", "fingerprint")
+    pairs = near_duplicate_pairs(pages, k, layout=layout).select(
+        F.col("a").alias("u"), F.col("b").alias("v")
+    )
+    nodes = components(pairs)
+    counted = pages.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").count()
+    # identical fingerprints shared by several pages form a component of their own
+    alone = counted.where(F.col("count") > 1).select(
+        F.col("fingerprint").alias("node"), F.col("fingerprint").alias("component")
+    )
+    members = nodes.unionByName(alone.join(nodes, "node", "left_anti"))
+    labelled = pages.join(
+        members.withColumnRenamed("node", "fingerprint"), "fingerprint", "left"
+    ).withColumnRenamed("component", "cluster_id")
+    grouped = labelled.where(F.col("cluster_id").isNotNull())
+    schema = "url string, fingerprint bigint, cluster_id bigint, keep boolean, duplicate_of string"
+    decided = (
+        grouped.repartition("cluster_id")
+        .sortWithinPartitions("cluster_id", "url")
+        .select("url", "fingerprint", "cluster_id")
+        .mapInPandas(lambda batches: _greedy_keep(batches, k), schema)
+    )
+    single = labelled.where(F.col("cluster_id").isNull()).select(
+        "url",
+        "fingerprint",
+        "cluster_id",
+        F.lit(True).alias("keep"),
+        F.lit(None).cast("string").alias("duplicate_of"),
+    )
+    return decided.unionByName(single)
+
+
+def default_partitions(n: int) -> int:
+    """Shuffle partitions for ``n`` fingerprints on a small cluster (~200k a partition)."""
+    return max(2, math.ceil(n / 200_000))

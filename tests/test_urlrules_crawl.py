@@ -1,0 +1,294 @@
+"""URL rules in real crawls of the generated DUST site (tests/dust_site.py) and the loopback site.
+
+Every URL of the DUST site has a known group, so every skip can be judged: a
+skip is right only when the skipped URL and the kept page it names are of one
+group. Crawls run over several seeds (link order) and scheduler orders.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from urllib.parse import urlsplit
+
+import pytest
+import scrapy
+from scrapy.http import HtmlResponse
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from scrapy_simhash.downloadermiddleware import SkippedByRule
+from scrapy_simhash.rules import read_rules
+from tests.dust_site import DUST_KINDS, DustServer, DustSite
+from tests.fixtures_http import article_html, crawl
+
+pytestmark = pytest.mark.scrapy
+
+RULES = {
+    "SPIDER_MIDDLEWARES": {"scrapy_simhash.SimhashMiddleware": 100},
+    "DOWNLOADER_MIDDLEWARES": {"scrapy_simhash.UrlRulesMiddleware": 80},
+    "LOG_LEVEL": "INFO",
+}
+ORDERS = {
+    "fifo": {"SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue"},
+    "lifo": {"SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.LifoMemoryQueue"},
+}
+TRAP_PATHS = ("/list ", "/shop ", "/item ", "/watch ", "/t/")
+
+
+class DustSpider(scrapy.Spider):
+    """Follows every link on both host names of the site; records parses and skips."""
+
+    name = "dust"
+
+    def __init__(self, site: DustSite, **kwargs):
+        super().__init__(**kwargs)
+        self.site = site
+        self.hosts = {f"127.0.0.1:{site.port}", f"127.0.0.2:{site.port}"}
+        self.parsed: list[str] = []
+        self.skipped: list[SkippedByRule] = []
+
+    async def start(self):
+        yield scrapy.Request(self.site.base + "/", dont_filter=True, errback=self.failed)
+
+    def parse(self, response):
+        self.parsed.append(response.url)
+        if not isinstance(response, HtmlResponse):
+            return
+        for href in response.css("a::attr(href)").getall():
+            url = response.urljoin(href)
+            if urlsplit(url).netloc in self.hosts:
+                yield scrapy.Request(url, errback=self.failed)
+
+    def failed(self, failure):
+        if failure.check(SkippedByRule):
+            self.skipped.append(failure.value)
+
+
+async def crawl_dust(seed: int, order: str, settings: dict | None = None):
+    with DustServer(DustSite(seed)) as site:
+        crawler = await crawl(DustSpider, {**RULES, **ORDERS[order], **(settings or {})},
+                              site=site)
+    return crawler, site
+
+
+def dust_fetches(site: DustSite) -> int:
+    return sum(n for url, n in site.fetched.items() if site.classify(url)[0] in DUST_KINDS)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("order", sorted(ORDERS))
+@deferred_f_from_coro_f
+async def test_dust_site_no_distinct_page_skipped_and_half_the_copies_saved(seed, order, caplog):
+    crawler, site = await crawl_dust(seed, order)
+    spider, stats = crawler.spider, crawler.stats
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    # 0 distinct pages skipped: every skip names a kept page of the skipped URL's group
+    wrong = [(s.request.url, s.duplicate_of) for s in spider.skipped
+             if site.classify(s.request.url)[1] != site.classify(s.duplicate_of)[1]]
+    assert wrong == []
+    assert spider.skipped, "no request was skipped"
+    assert stats.get_value("simhash/requests_skipped_count") == len(spider.skipped)
+    # every distinct page of the site was parsed (kept) at least once
+    assert {site.classify(u)[1] for u in spider.parsed} == site.groups()
+    # no rule about a trap ever became active
+    rules = crawler.engine.downloader.middleware.middlewares
+    book = next(m for m in rules if type(m).__name__ == "UrlRulesMiddleware").book
+    learned = [r.id for r in book.rules.values() if r.active or r.skips]
+    assert not [r for r in learned if any(t in r for t in TRAP_PATHS)], learned
+    kinds = {r.split()[0] for r in learned}
+    assert {"param", "path"} <= kinds, learned
+    # the DUST copies cost at most half the fetches they cost without rules
+    _, off = await crawl_dust(seed, order, {"SIMHASH_RULES": "off"})
+    with_rules, without = dust_fetches(site), dust_fetches(off)
+    assert with_rules <= 0.5 * without, (with_rules, without)
+
+
+@deferred_f_from_coro_f
+async def test_a_verification_finds_the_counterexample_and_retires_the_rule(site, caplog):
+    """``?ref=`` does not change /a/1../a/3 (3 supporting pairs: the rule is active);
+    on /a/9 it selects the content. The first request the rule would skip is fetched
+    to verify it, is kept as distinct, and retires the rule with a WARNING: nothing
+    is skipped."""
+    pages = {"/": article_html(0, links=("/a/1", "/a/2", "/a/3", "/b"))}
+    for i in range(1, 4):
+        pages[f"/a/{i}"] = article_html(i, links=(f"/a/{i}?ref=x",))
+        pages[f"/a/{i}?ref=x"] = article_html(i)
+    pages["/b"] = article_html(50, links=("/a/9", "/a/9?ref=y", "/a/9?ref=z"))
+    pages["/a/9"] = article_html(90)
+    pages["/a/9?ref=y"] = article_html(91)
+    pages["/a/9?ref=z"] = article_html(92)
+    site.serve(pages)
+    caplog.set_level(logging.INFO)
+    crawler = await crawl(_SiteSpider, {**RULES, "SIMHASH_RULES_VERIFY_FIRST": 1,
+                                        "SIMHASH_RULES_VERIFY_SHARE": 0}, base=site.base)
+    assert "URL rule active: param" in caplog.text
+    retired = [r for r in caplog.records if r.levelno == logging.WARNING and "retired" in r.msg]
+    assert len(retired) == 1
+    message = retired[0].getMessage()
+    assert "ignore ref" in message and "/a/9?ref=y" in message and "/a/9>" in message
+    assert crawler.spider.skipped == []
+    assert {"/a/9", "/a/9?ref=y", "/a/9?ref=z"} <= set(crawler.spider.parsed)
+    stats = crawler.stats
+    assert stats.get_value("simhash/rules_retired_count") == 1
+    assert stats.get_value("simhash/rules_verify_failed_count") == 1
+    assert stats.get_value("simhash/rules_active") == 0
+
+
+class _SiteSpider(scrapy.Spider):
+    name = "site"
+
+    def __init__(self, base: str, meta: dict | None = None, dont_filter: bool = False, **kw):
+        super().__init__(**kw)
+        self.base = base
+        self.meta = meta or {}
+        self.dont_filter = dont_filter
+        self.parsed: list[str] = []
+        self.skipped: list[SkippedByRule] = []
+
+    async def start(self):
+        yield scrapy.Request(self.base + "/", dont_filter=True)
+
+    def parse(self, response):
+        self.parsed.append(response.url[len(self.base):])
+        for href in response.css("a::attr(href)").getall():
+            yield scrapy.Request(self.base + href, meta=dict(self.meta), errback=self.failed,
+                                 dont_filter=self.dont_filter and "?" in href)
+
+    def failed(self, failure):
+        if failure.check(SkippedByRule):
+            self.skipped.append(failure.value)
+
+
+def _session_site(site, n: int = 8, sids: str = "ab") -> None:
+    """/p/N pages each linked as /p/N?sid=A and /p/N?sid=B: copies under a session id."""
+    links = tuple(f"/p/{i}?sid={s}" for i in range(n) for s in sids)
+    pages = {"/": article_html(0, links=links)}
+    for i in range(n):
+        for s in sids:
+            pages[f"/p/{i}?sid={s}"] = article_html(100 + i)
+    site.serve(pages)
+
+
+@deferred_f_from_coro_f
+async def test_skips_logged_once_at_info_counted_and_audited(site, caplog, tmp_path):
+    _session_site(site)
+    audit = tmp_path / "audit.jsonl"
+    caplog.set_level(logging.DEBUG, logger="scrapy_simhash")
+    crawler = await crawl(_SiteSpider, {**RULES, "SIMHASH_LOG_FILE": str(audit),
+                                        "SIMHASH_RULES_VERIFY_SHARE": 0}, base=site.base)
+    spider, stats = crawler.spider, crawler.stats
+    skipped = len(spider.skipped)
+    assert skipped >= 3
+    rule = spider.skipped[0].rule
+    assert rule == f"param http://127.0.0.1:{site.base.rsplit(':', 1)[1]}/p/{{n}} ignore sid"
+    assert stats.get_value("simhash/requests_skipped_count") == skipped
+    assert stats.get_value(f"simhash/requests_skipped_count/{rule}") == skipped
+    assert stats.get_value("simhash/rules_active") == 1
+    infos = [r for r in caplog.records if r.getMessage().startswith("Skipped")]
+    assert [r.levelno for r in infos] == [logging.INFO] + [logging.DEBUG] * (skipped - 1)
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    skips = [r for r in records if r["event"] == "skip"]
+    assert len(skips) == skipped and all(r["rule"] == rule for r in skips)
+    # none of the skipped pages was ever downloaded, and each page was parsed once
+    for s in spider.skipped:
+        assert site.hits[s.request.url[len(site.base):]] == 0
+    assert sorted(Counter(p.split("?")[0] for p in spider.parsed).values()) == [1] * 9
+
+
+@pytest.mark.parametrize("opt_out", ["meta_rules", "meta_enabled", "dont_filter", "learn_mode",
+                                     "log_action"])
+@deferred_f_from_coro_f
+async def test_opt_outs_fetch_everything(site, opt_out):
+    _session_site(site)
+    meta = {"meta_rules": {"simhash_rules": False}, "meta_enabled": {"simhash_enabled": False}}
+    settings = {**RULES, "SIMHASH_RULES_VERIFY_SHARE": 0}
+    if opt_out == "learn_mode":
+        settings["SIMHASH_RULES"] = "learn"
+    if opt_out == "log_action":  # the spider middleware's dry run: nothing skipped either
+        settings["SIMHASH_ACTION"] = "log"
+    crawler = await crawl(_SiteSpider, settings, base=site.base, meta=meta.get(opt_out),
+                          dont_filter=opt_out == "dont_filter")
+    assert crawler.spider.skipped == []
+    assert crawler.stats.get_value("simhash/requests_skipped_count") is None
+    assert sum(site.hits.values()) == 17  # home + 16 session views
+    if opt_out in ("learn_mode", "log_action"):
+        assert crawler.stats.get_value("simhash/requests_skippable_count") == 3
+
+
+@deferred_f_from_coro_f
+async def test_rules_persist_in_jobdir_and_apply_from_the_first_request(site, tmp_path):
+    _session_site(site)
+    jobdir = tmp_path / "job"
+    settings = {**RULES, "JOBDIR": str(jobdir), "SIMHASH_RULES_VERIFY_SHARE": 0}
+    first = await crawl(_SiteSpider, settings, base=site.base)
+    assert first.stats.get_value("simhash/rules_active") == 1
+    events = read_rules(jobdir)
+    assert {e[0] for e in events} == {"k", "d", "s"}
+    # the job resumed with new session ids in the links: the rule is active before
+    # any page is fetched, and every new view is skipped
+    _session_site(site, sids="cd")
+    second = await crawl(_SiteSpider, {**settings, "SIMHASH_RULES_VERIFY_FIRST": 0},
+                         base=site.base)
+    assert second.stats.get_value("simhash/rules_active") == 1
+    assert len(second.spider.skipped) == 16
+    assert sum(site.hits.values()) == 1
+
+
+@deferred_f_from_coro_f
+async def test_rules_shared_through_redis(site, redis_url, redis_client):
+    _session_site(site)
+    settings = {**RULES, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_url,
+                "SIMHASH_RULES_VERIFY_SHARE": 0, "SIMHASH_RULES_VERIFY_FIRST": 0}
+    first = await crawl(_SiteSpider, settings, base=site.base)
+    assert first.stats.get_value("simhash/rules_active") == 1
+    assert redis_client.llen("site:simhash:rules") > 10
+    # another process of the same crawl (same spider name) starts with the rule active
+    _session_site(site, sids="cd")
+    second = await crawl(_SiteSpider, settings, base=site.base)
+    assert second.stats.get_value("simhash/rules_active") == 1
+    assert len(second.spider.skipped) == 16
+    assert sum(site.hits.values()) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("SIMHASH_RULES", "maybe"), ("SIMHASH_RULES_MIN_SUPPORT", 0),
+     ("SIMHASH_RULES_VERIFY_SHARE", 1.5), ("SIMHASH_RULES_VERIFY_SHARE", "lots"),
+     ("SIMHASH_RULES_VERIFY_FIRST", -1)],
+)
+def test_bad_settings_fail_at_start_naming_the_setting(name, value):
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
+
+    crawler = get_crawler(scrapy.Spider, {name: value})
+    with pytest.raises(ValueError, match=f"Invalid {name} setting"):
+        UrlRulesMiddleware.from_crawler(crawler)
+
+
+def test_addon_enables_the_downloader_middleware():
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_simhash import Addon, UrlRulesMiddleware
+
+    crawler = get_crawler(scrapy.Spider, {"ADDONS": {Addon: 0}})
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[UrlRulesMiddleware] == 80
+
+
+@deferred_f_from_coro_f
+async def test_corrupt_rules_file_skips_nothing_and_is_left_as_it_is(site, tmp_path, caplog):
+    _session_site(site)
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    damaged = b"SIMHLOG\x00" + b"\xff" * 40
+    (jobdir / "simhash.rules").write_bytes(damaged)
+    caplog.set_level(logging.WARNING)
+    crawler = await crawl(_SiteSpider, {**RULES, "SIMHASH_PERSIST_PATH": str(tmp_path / "seen"),
+                                        "SIMHASH_RULES_PATH": str(jobdir / "simhash.rules")},
+                          base=site.base)
+    assert crawler.spider.skipped == []
+    assert sum(site.hits.values()) == 17
+    warning = next(r.getMessage() for r in caplog.records if "URL rules" in r.getMessage())
+    assert "cannot read" in warning and "simhash.rules" in warning
+    assert (jobdir / "simhash.rules").read_bytes() == damaged
