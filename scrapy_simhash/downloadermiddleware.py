@@ -33,8 +33,17 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.index.store import CorruptStateError
 from scrapy_simhash.rules import RULES_FILE, FileRuleLog, RedisRuleLog, RuleBook, replay
+from scrapy_simhash.middleware import start_failed
 from scrapy_simhash.rules.learn import Rule, RuleEvent
-from scrapy_simhash.settings import SimhashSettings, _get_choice, _get_int, _get_path, _invalid
+from scrapy_simhash.settings import (
+    DEFAULTS,
+    RULES_MODES,
+    SimhashSettings,
+    _get_choice,
+    _get_float,
+    _get_int,
+    _get_path,
+)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -44,7 +53,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-RULES_MODES = ("apply", "learn", "off")
 #: How often (seconds) a process reads the rules' evidence other processes shared.
 SYNC_INTERVAL = 0.5
 MIDDLEWARE_ORDER = 80  # after OffsiteMiddleware (50), before RobotsTxt (100) and the rest
@@ -64,11 +72,11 @@ class SkippedByRule(IgnoreRequest):
 class RulesSettings:
     """The validated ``SIMHASH_RULES*`` settings."""
 
-    mode: str = "apply"
-    min_support: int = 3
-    verify_share: float = 0.05
-    verify_first: int = 2
-    path: str | None = None
+    mode: str = DEFAULTS["SIMHASH_RULES"]
+    min_support: int = DEFAULTS["SIMHASH_RULES_MIN_SUPPORT"]
+    verify_share: float = DEFAULTS["SIMHASH_RULES_VERIFY_SHARE"]
+    verify_first: int = DEFAULTS["SIMHASH_RULES_VERIFY_FIRST"]
+    path: str | None = DEFAULTS["SIMHASH_RULES_PATH"]
 
     @classmethod
     def from_settings(cls, settings: Any, config: SimhashSettings) -> RulesSettings:
@@ -80,23 +88,12 @@ class RulesSettings:
             elif config.persist_path:
                 path = config.persist_path + ".rules"
         return cls(
-            mode=_get_choice(settings, "SIMHASH_RULES", "apply", RULES_MODES),
-            min_support=_get_int(settings, "SIMHASH_RULES_MIN_SUPPORT", 3, 1),
-            verify_share=_get_share(settings, "SIMHASH_RULES_VERIFY_SHARE", 0.05),
-            verify_first=_get_int(settings, "SIMHASH_RULES_VERIFY_FIRST", 2, 0),
+            mode=_get_choice(settings, "SIMHASH_RULES", RULES_MODES),
+            min_support=_get_int(settings, "SIMHASH_RULES_MIN_SUPPORT", 1),
+            verify_share=_get_float(settings, "SIMHASH_RULES_VERIFY_SHARE", 0, 1),
+            verify_first=_get_int(settings, "SIMHASH_RULES_VERIFY_FIRST", 0),
             path=path,
         )
-
-
-def _get_share(settings: Any, name: str, default: float) -> float:
-    value = settings.get(name, default)
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        raise _invalid(name, value, "expected a share from 0 to 1, such as 0.05") from None
-    if isinstance(value, bool) or not 0.0 <= share <= 1.0:
-        raise _invalid(name, value, "expected a share from 0 to 1, such as 0.05")
-    return share
 
 
 class UrlRulesMiddleware:
@@ -119,8 +116,12 @@ class UrlRulesMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlRulesMiddleware:
-        config = SimhashSettings.from_settings(crawler.settings)
-        rules = RulesSettings.from_settings(crawler.settings, config)
+        try:
+            config = SimhashSettings.from_settings(crawler.settings)
+            rules = RulesSettings.from_settings(crawler.settings, config)
+        except ValueError as exc:
+            start_failed(exc)
+            raise
         if not config.enabled or rules.mode == "off":
             raise NotConfigured
         mw = cls(crawler, config, rules)
@@ -156,12 +157,11 @@ class UrlRulesMiddleware:
 
     def _open_log(self, spider_name: str) -> FileRuleLog | RedisRuleLog | None:
         if self.config.backend == "redis":
-            from scrapy_simhash.backends.redis import REDIS_PARAMS_DEFAULTS, import_redis
+            from scrapy_simhash.backends.redis import connect, import_redis
 
             redis = import_redis()
-            self._redis_errors = (redis.RedisError,)
-            params = {**REDIS_PARAMS_DEFAULTS, **self.config.redis_params}
-            client = redis.Redis.from_url(self.config.redis_url, **params)
+            self._redis_errors = (redis.RedisError, redis.exceptions.RedisClusterException)
+            client = connect(self.config)
             key = (self.config.redis_key % {"spider": spider_name}) + ":rules"
             return RedisRuleLog(client, key, reset=self.config.reset)
         if self.settings.path:

@@ -126,7 +126,7 @@ def _close_spider(crawler: Crawler, reason: str) -> None:
         engine.close_spider(crawler.spider, reason)
 
 
-def _start_failed(error: Exception) -> None:
+def start_failed(error: Exception) -> None:
     """Report an error that stops the crawl before it starts, in one line.
 
     The error is raised on from the middleware's constructor, so the crawl
@@ -176,7 +176,7 @@ class SimhashMiddleware:
         try:
             config = SimhashSettings.from_settings(crawler.settings)
         except ValueError as exc:
-            _start_failed(exc)
+            start_failed(exc)
             raise
         if not config.enabled:
             raise NotConfigured
@@ -185,7 +185,7 @@ class SimhashMiddleware:
             mw = cls(crawler, config, backend)
             mw._open(_spider_name(crawler))
         except (BackendError, OSError) as exc:
-            _start_failed(exc)
+            start_failed(exc)
             raise
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)

@@ -27,6 +27,7 @@ from scrapy_simhash.index import TableLayout
 
 ACTIONS = ("drop", "drop_outlinks", "log")
 ON_ERROR = ("keep", "stop")
+RULES_MODES = ("apply", "learn", "off")
 MAX_DISTANCE_LIMIT = 10  # beyond this the permuted tables stop paying off
 DEFAULT_EXPECTED_PAGES = 1_000_000
 DEFAULT_REDIS_KEY = "%(spider)s:simhash"
@@ -127,6 +128,28 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "SIMHASH_REDIS_URLS", "full",
         "full (URLs stored for the drop log) or hash (an 8-byte hash a page: the drop log "
         "names the kept page as xxh3:<hex>).",
+    ),
+    SettingSpec(
+        "SIMHASH_RULES", "apply",
+        "URL rules learned from confirmed drops: apply (skip matching requests before "
+        "download), learn (a dry run: count what would be skipped) or off.",
+    ),
+    SettingSpec(
+        "SIMHASH_RULES_MIN_SUPPORT", 3,
+        "Supporting pairs (on at least two pages) before a URL rule is active.",
+    ),
+    SettingSpec(
+        "SIMHASH_RULES_VERIFY_SHARE", 0.05,
+        "Share of the requests an active rule would skip that are fetched anyway to check it.",
+    ),
+    SettingSpec(
+        "SIMHASH_RULES_VERIFY_FIRST", 2,
+        "Requests for new pages fetched anyway right after a rule becomes active.",
+    ),
+    SettingSpec(
+        "SIMHASH_RULES_PATH", None,
+        "Rules file; default JOBDIR/simhash.rules, else SIMHASH_PERSIST_PATH + .rules, else "
+        "in memory (shared through Redis with the redis backend).",
     ),
     SettingSpec(
         "SIMHASH_MAX_UNCHECKED_SHARE", 0.05,

@@ -351,7 +351,7 @@ def test_plan_lists_options_and_the_choice():
 
 
 COMMANDS = ["fingerprint", "find-all", "clusters", "query", "plan", "explain", "report",
-            "salvage", "redis-info", "redis-clear"]
+            "salvage", "rules", "redis-info", "redis-clear", "spark-pairs", "spark-clusters"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -200,7 +200,7 @@ def test_file_log_round_trip_and_torn_tail(tmp_path, caplog):
     path.write_bytes(data[:-3])
     log = FileRuleLog(path)
     assert log.open() == events[:2]
-    assert "truncated" in caplog.text
+    assert "torn last write" in caplog.text
     log.append(["k", f"{H}/b"])
     log.close()
     assert read_rules(path) == [*events[:2], ["k", f"{H}/b"]]

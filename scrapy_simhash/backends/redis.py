@@ -646,16 +646,13 @@ class RedisBackend:
         crawl stops at start-up with the reason.
         """
         redis = import_redis()
-        params = connection_params(config.redis_params, config.redis_timeout)
         where = _safe_url(config.redis_url)
         errors = (redis.RedisError, OSError, redis.exceptions.RedisClusterException)
         what = "the Redis Cluster" if config.redis_cluster else "Redis"
         try:
-            if config.redis_cluster:
-                # connecting reads the slot map from a node; PING would ask every node
-                client = redis.RedisCluster.from_url(config.redis_url, **params)
-            else:
-                client = redis.Redis.from_url(config.redis_url, **params)
+            client = connect(config)
+            if not config.redis_cluster:
+                # (a cluster client read the slot map from a node; PING would ask every node)
                 try:
                     client.ping()
                 except errors:
@@ -966,6 +963,17 @@ class RedisBackend:
             except self._redis_errors:
                 pass
         return self._size
+
+
+def connect(config: SimhashSettings) -> Any:
+    """The redis-py client the settings describe (``SIMHASH_REDIS_URL``,
+    ``REDIS_PARAMS``, ``SIMHASH_REDIS_CLUSTER``, ``SIMHASH_REDIS_TIMEOUT``): the one
+    place a crawl's Redis connection is made (the index and the URL rules share it)."""
+    redis = import_redis()
+    params = connection_params(config.redis_params, config.redis_timeout)
+    if config.redis_cluster:
+        return redis.RedisCluster.from_url(config.redis_url, **params)
+    return redis.Redis.from_url(config.redis_url, **params)
 
 
 def connection_params(user_params: dict[str, Any], timeout: float) -> dict[str, Any]:
