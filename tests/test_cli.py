@@ -409,7 +409,7 @@ def crawl_files(tmp_path, n=300):
     rng = np.random.default_rng(5)
     fps = rng.integers(0, 2**64, size=n, dtype=U64)
     fps[1] = fps[0] ^ U64(0b101)  # stored pages 2 bits apart (kept with add="always")
-    fps[299] = fps[298] ^ U64(0b1)  # 1 bit apart, but their sketches do not confirm it
+    fps[-1] = fps[-2] ^ U64(0b1)  # 1 bit apart, but their sketches do not confirm it
     urls = [f"http://example.com/p{i}" for i in range(n)]
     rng = np.random.default_rng(6)
     sketches = [rng.integers(1, 256, 64, dtype=np.uint8).tobytes() for _ in range(n)]

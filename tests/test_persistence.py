@@ -218,7 +218,7 @@ def test_pages_indexed_before_a_kill_reach_the_spider_on_resume(site, tmp_path):
         first.kill()  # SIGKILL: no spider_closed, no flush of Scrapy's queue state
         first.communicate(timeout=30)
     state = RecordLog.read(job / "simhash.seen")
-    indexed = {url[len(site.base):] for url in state.urls}
+    indexed = {bytes(p[SKETCH_BINS:]).decode()[len(site.base):] for p in state.payloads}
     before = reached.read_text().split()
     assert "/p6" in indexed and "/p6" not in before  # indexed, never processed
 

@@ -88,8 +88,8 @@ def test_queue_is_indexed_through_the_masters_node(redis_cluster, url_format):
     backend = cluster_backend(redis_cluster.url, SIMHASH_REDIS_URLS=url_format, SIMHASH_RESET=True)
     backend.open(f"queue-{url_format}")
     assert backend.query_and_add(sig(0xAB), "https://a/") is None
-    backend._enqueue(0xF0F0F0, "https://q/", "if_new")
-    backend._enqueue(0xAA, "https://r/", "if_new")
+    backend._enqueue(0xF0F0F0, "https://q/", "if_new", SKETCH)
+    backend._enqueue(0xAA, "https://r/", "if_new", SKETCH)
     assert backend.query_and_add(sig(1 << 40), "https://b/") is None
     stats = backend.stats()
     assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
