@@ -448,7 +448,7 @@ class SimhashMiddleware:
                     "features": (
                         ", " + _plural(result.feature_count, "spot signature")
                         if result.feature_count
-                        else ""  # unknown: fingerprint_response returned an int
+                        else ""  # unknown: an overridden signature_response did not count
                     ),
                     "hint": hint,
                 },
