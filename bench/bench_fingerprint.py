@@ -9,6 +9,8 @@ and p90 over pages (one process, one core):
 * ``features``: main text -> weighted spot signatures;
 * ``simhash``: features -> 64-bit fingerprint;
 * ``tree -> fp``: extract + features + simhash on an already parsed tree (bar: 1 ms);
+* ``tree -> signature``: what the index stores, fingerprint and sketch
+  (:func:`scrapy_simhash.signature`), on an already parsed tree;
 * ``bytes -> fp``: the same including the parse (bar: 2.5 ms);
 * ``parsel tree -> fp``: extract + features + simhash on ``Selector(text).root``,
   the tree Scrapy's ``response.selector`` holds (lxml.html element classes,
@@ -29,7 +31,7 @@ extracted outside the timer; they have no extractor of their own here):
 * ``datasketch.MinHash(num_perm=128)`` updated with the UTF-8 bytes of the
   text's whitespace-separated words (``update_batch``).
 
-Usage: ``python -m bench.bench_fingerprint [--limit N] [--repeat R]``.
+Usage: ``python -m bench.bench_fingerprint [--limit N] [--repeat R]`` (CPU time).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
 from scrapy_simhash.fingerprinting.extract import extract, parse_html, plain_elements
 
 FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
+SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
 FE = importlib.import_module("scrapy_simhash.fingerprinting.features")
 EX = importlib.import_module("scrapy_simhash.fingerprinting.extract")
 COMPILED = EX._walk
@@ -108,7 +111,8 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
     stages: dict[str, list[float]] = {
         k: []
         for k in (
-            "parse", "extract", "features", "simhash", "tree -> fp", "bytes -> fp",
+            "parse", "extract", "features", "simhash", "tree -> fp", "tree -> signature",
+            "bytes -> fp",
             "parsel tree -> fp", "parsel, plain elements",
             "tree -> fp, Python walk", "bytes -> fp, Python walk",
         )
@@ -137,6 +141,7 @@ def run(limit: int | None = None, repeat: int = 5) -> list[str]:
         stages["features"].append(median_of(lambda: FE.main_text_features(main), repeat))
         stages["simhash"].append(median_of(lambda: FP.simhash(feats), repeat))
         stages["tree -> fp"].append(median_of(lambda: FP.fingerprint(root), repeat))
+        stages["tree -> signature"].append(median_of(lambda: SG.signature(root), repeat))
         stages["bytes -> fp"].append(median_of(lambda: FP.fingerprint(data), repeat))
         stages["parsel tree -> fp"].append(median_of(lambda: FP.fingerprint(parsel_root), repeat))
         stages["parsel, plain elements"].append(

@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "corpus"
 ARCHIVES = ("web-dev.tar.xz", "docs-dev.tar.xz")
+#: Archives unpacked beside them when present (the four ``docs2/`` sites).
+OPTIONAL_ARCHIVES = ("docs-dev2.tar.xz",)
 #: The same archives rebuilt from public sources by ``python -m evaluation.corpus build``.
 PUBLIC = ROOT / ".cache" / "public-corpus"
 
@@ -49,7 +51,8 @@ def corpus_dir() -> Path | None:
     """Return the unpacked corpus folder, unpacking it on first use; None if absent."""
     if not all((SHARED / name).is_file() for name in ARCHIVES):
         return None
-    for name in ARCHIVES:
+    optional = tuple(name for name in OPTIONAL_ARCHIVES if (SHARED / name).is_file())
+    for name in ARCHIVES + optional:
         stamp = CACHE / f".{name}.done"
         if stamp.exists():
             continue

@@ -21,6 +21,7 @@ from scrapy_simhash.fingerprinting.hashing import (
     hamming_many,
     simhash,
 )
+from scrapy_simhash.fingerprinting.signature import Signature, is_duplicate, signature
 
 __version__ = "0.1.0"
 
@@ -39,12 +40,15 @@ _EXPORTS = {
 __all__ = [
     "FINGERPRINT_VERSION",
     "FingerprintResult",
+    "Signature",
     "__version__",
     "features",
     "fingerprint",
     "fingerprint_details",
     "hamming",
     "hamming_many",
+    "is_duplicate",
+    "signature",
     "simhash",
     *_EXPORTS,
 ]

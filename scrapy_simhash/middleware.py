@@ -66,9 +66,10 @@ from scrapy_simhash.backends import (
 from scrapy_simhash.fingerprinting import (
     FINGERPRINT_VERSION,
     FingerprintResult,
-    fingerprint_details,
+    Signature,
     plain_elements,
 )
+from scrapy_simhash.fingerprinting.signature import signature_details
 from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
@@ -323,15 +324,13 @@ class SimhashMiddleware:
             return
         start = time.thread_time()
         try:
-            result = self.fingerprint_response(response)
-            if not isinstance(result, FingerprintResult):  # an override returning int | None
-                result = FingerprintResult(result, 0, None)
+            sig, result = self.signature_response(response)
             fp = result.fingerprint
-            if fp is None:
+            if sig is None:
                 self.stats.inc_value("simhash/skipped_count/too_few_features")
                 return
             try:
-                duplicate = self.backend.query_and_add(fp, response.url)
+                duplicate = self.backend.query_and_add(sig, response.url)
             except PersistenceError as exc:
                 # checked against the index and added to it; only the state file lacks it
                 self._persistence_error(exc)
@@ -374,15 +373,17 @@ class SimhashMiddleware:
         if self.action == "drop_outlinks":
             self._flagged.add(response)
 
-    def fingerprint_response(self, response: HtmlResponse) -> FingerprintResult:
-        """The page's simhash and feature count from the spider's own tree
-        (read-only); override to fingerprint differently (returning a
-        :class:`~scrapy_simhash.FingerprintResult`, or an int or ``None``)."""
+    def signature_response(
+        self, response: HtmlResponse
+    ) -> tuple[Signature | None, FingerprintResult]:
+        """The page's signature (None when it gets no fingerprint) and the
+        fingerprint's details, from the spider's own tree (read-only); override
+        to sign differently."""
         root = response.selector.root
         # parsel parses each response with a parser of its own: read it with
         # plain lxml elements (none is kept), the spider then gets lxml.html's.
         with plain_elements(root):
-            return fingerprint_details(root, min_features=self.min_features)
+            return signature_details(root, min_features=self.min_features)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Spider | None = None
@@ -447,7 +448,7 @@ class SimhashMiddleware:
                     "features": (
                         ", " + _plural(result.feature_count, "spot signature")
                         if result.feature_count
-                        else ""  # unknown: fingerprint_response returned an int
+                        else ""  # unknown: an overridden signature_response did not count
                     ),
                     "hint": hint,
                 },

@@ -22,7 +22,7 @@ from scrapy.settings import BaseSettings
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
 from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, URL_FORMATS
 from scrapy_simhash.backends.state import STATE_FILE
-from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
 
 ACTIONS = ("drop", "drop_outlinks", "log")
@@ -47,8 +47,9 @@ class SettingSpec(NamedTuple):
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("SIMHASH_ENABLED", True, "Off disables the middleware (NotConfigured)."),
     SettingSpec(
-        "SIMHASH_MAX_DISTANCE", 3,
-        f"k: pages within k bits (0-{MAX_DISTANCE_LIMIT}) are near-duplicates.",
+        "SIMHASH_MAX_DISTANCE", DEFAULT_MAX_DISTANCE,
+        f"k: pages whose fingerprints are within k bits (0-{MAX_DISTANCE_LIMIT}) and whose "
+        "sketches confirm it are near-duplicates.",
     ),
     SettingSpec(
         "SIMHASH_LAYOUT", "auto",

@@ -389,15 +389,19 @@ def test_scrapy_simhash_command(tmp_path):
 # -- query and report on a crawl's state ------------------------------------------
 
 
-def make_state(path, fps, urls):
-    from scrapy_simhash.backends.state import STATE_FORMAT
-    from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+def make_state(path, fps, urls, sketches=None):
+    """A crawl state as the memory backend writes it: a sketch and a URL a page
+    (random sketches unless given: no two pages confirm each other)."""
+    from scrapy_simhash.backends.state import state_header
+    from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
     from scrapy_simhash.index import RecordLog
 
-    log = RecordLog.open(str(path), {"format": STATE_FORMAT,
-                                     "fingerprint_version": FINGERPRINT_VERSION})
-    for i, (fp, url) in enumerate(zip(fps, urls)):
-        log.append(int(fp), i, url.encode())
+    if sketches is None:
+        rng = np.random.default_rng(len(fps))
+        sketches = [rng.integers(1, 256, SKETCH_BINS, dtype=np.uint8).tobytes() for _ in fps]
+    log = RecordLog.open(str(path), state_header())
+    for i, (fp, url, sketch) in enumerate(zip(fps, urls, sketches)):
+        log.append(int(fp), i, sketch + url.encode())
     log.close()
 
 
@@ -405,10 +409,14 @@ def crawl_files(tmp_path, n=300):
     rng = np.random.default_rng(5)
     fps = rng.integers(0, 2**64, size=n, dtype=U64)
     fps[1] = fps[0] ^ U64(0b101)  # stored pages 2 bits apart (kept with add="always")
+    fps[-1] = fps[-2] ^ U64(0b1)  # 1 bit apart, but their sketches do not confirm it
     urls = [f"http://example.com/p{i}" for i in range(n)]
+    rng = np.random.default_rng(6)
+    sketches = [rng.integers(1, 256, 64, dtype=np.uint8).tobytes() for _ in range(n)]
+    sketches[1] = sketches[0]  # p0 and p1: the same page
     jobdir = tmp_path / "job"
     jobdir.mkdir()
-    make_state(jobdir / "simhash.seen", fps, urls)
+    make_state(jobdir / "simhash.seen", fps, urls, sketches)
     drops = []
     for i, d in ((0, 1), (0, 2), (0, 3), (7, 1), (9, 0)):
         drops.append({"time": "2025-01-01T00:00:00+00:00", "spider": "s",
@@ -470,6 +478,7 @@ def test_report_and_plot(tmp_path):
     assert "responses fingerprinted: 305 = 300 stored + 5 near-duplicates" in out
     # Clusters: p0 + p1 (2 bits) + 3 drops; p7 + 1 drop; p9 + 1 drop.
     assert "clusters: 3 with 9 pages" in out
+    assert "example.com/p299" not in out  # p298, p299: near fingerprints, not confirmed
     assert "cluster sizes: 2 x 2 pages, 1 x 5 pages" in out
     assert f"5 pages, first {urls[0]}" in out
     assert "http://example.com/dup-0-3  (distance 3)" in out

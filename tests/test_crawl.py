@@ -18,6 +18,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 import scrapy_simhash
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.memory import MemoryBackend
@@ -134,7 +135,7 @@ async def test_drop(site, caplog):
     ]
     [opened] = [m for m in messages(caplog, "scrapy_simhash.middleware") if "in the index;" in m]
     assert opened.startswith(f"scrapy-simhash {scrapy_simhash.__version__}: 0 pages in the index;")
-    assert "max_distance=3, layout=auto," in opened and "action=drop" in opened
+    assert f"max_distance={DEFAULT_MAX_DISTANCE}, layout=auto," in opened and "action=drop" in opened
 
 
 @deferred_f_from_coro_f
@@ -271,7 +272,7 @@ async def test_audit_file_and_signal(site, tmp_path):
     assert opened["event"] == "open" and opened["spider"] == "site"
     assert opened["version"] == scrapy_simhash.__version__
     assert opened["index_size"] == 0
-    assert opened["settings"]["max_distance"] == 3 and opened["settings"]["action"] == "drop"
+    assert opened["settings"]["max_distance"] == DEFAULT_MAX_DISTANCE and opened["settings"]["action"] == "drop"
     assert closed["event"] == "close" and closed["reason"] == "finished"
     assert (closed["responses"], closed["duplicates"], closed["index_size"]) == (5, 1, 4)
     assert opened["time"] <= entry["time"] <= closed["time"]
@@ -310,10 +311,10 @@ class FailingOpenBackend(MemoryBackend):
 
 
 class FlakyBackend(MemoryBackend):
-    def query_and_add(self, fingerprint, url, *, add="if_new"):
+    def query_and_add(self, signature, url, *, add="if_new"):
         if url.endswith(("/a", "/b", "/c")):
             raise BackendError("connection reset") from ConnectionError("reset")
-        return super().query_and_add(fingerprint, url, add=add)
+        return super().query_and_add(signature, url, add=add)
 
 
 def errors(caplog) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash.fingerprinting import fingerprint, hamming
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, fingerprint, hamming
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 sys.path.insert(0, str(EXAMPLE))
@@ -29,7 +29,7 @@ from demo.site import LISTING_PAGES, DemoSite, classify, serve  # noqa: E402
 
 pytestmark = pytest.mark.scrapy
 
-K = 3  # the default SIMHASH_MAX_DISTANCE, which the demo project keeps
+K = DEFAULT_MAX_DISTANCE  # the default SIMHASH_MAX_DISTANCE, which the demo project keeps
 
 
 def _copy_distances() -> list[tuple[str, int]]:

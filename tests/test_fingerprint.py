@@ -84,7 +84,7 @@ THAI = """<html><head><title>รถไฟกลางคืนกลับมา
 def test_public_api_reexported():
     fp = scrapy_simhash.fingerprint(CLEAN)
     assert fp == FP.fingerprint(CLEAN)
-    assert scrapy_simhash.FINGERPRINT_VERSION == FP.FINGERPRINT_VERSION == 3
+    assert scrapy_simhash.FINGERPRINT_VERSION == FP.FINGERPRINT_VERSION == 4
     assert scrapy_simhash.hamming(fp, fp) == 0
 
 
@@ -96,7 +96,9 @@ def deep_page(depth: int) -> str:
 
 
 def test_golden_values():
-    assert FP.FINGERPRINT_VERSION == 3  # bump it together with the values below
+    # Version 4 left prose pages' fingerprints as they were (content features
+    # come from blocks that are not prose).
+    assert FP.FINGERPRINT_VERSION == 4  # bump it together with the values below
     assert FP.fingerprint(CLEAN) == GOLDEN["clean"]
     assert FP.fingerprint(CJK) == GOLDEN["cjk"]
     assert FP.fingerprint(CLEAN, seed=7) == GOLDEN["seed7"]
@@ -211,10 +213,18 @@ def test_bad_input_gives_none(page):
 
 def test_huge_page_gives_an_int():
     rng = random.Random(0)
-    words = "the train is a bus car boat plane was on time late early".split()
-    paragraph = "<p>" + " ".join(rng.choice(words) for _ in range(200)) + "</p>\n"
-    page = "<html><body>" + paragraph * (10_000_000 // len(paragraph)) + "</body></html>"
+    words = ["".join(rng.choice("bcdfghklmnprstvz") for _ in range(6)) for _ in range(3000)]
+    paragraphs = [
+        "<p>" + " ".join(f"the {rng.choice(words)} is {rng.choice(words)}" for _ in range(50))
+        + "</p>\n"
+        for _ in range(50)
+    ]
+    block = "".join(paragraphs)
+    page = "<html><body>" + block * (10_000_000 // len(block)) + "</body></html>"
     assert isinstance(FP.fingerprint(page.encode()), int)
+    # One paragraph repeated over megabytes rests on too few features for its size.
+    page = "<html><body>" + paragraphs[0] * (10_000_000 // len(paragraphs[0])) + "</body></html>"
+    assert FP.fingerprint(page.encode()) is None
 
 
 @settings(max_examples=100, deadline=None)
@@ -253,14 +263,26 @@ def test_corpus_pages_fingerprinted_and_stable():
     assert missing <= 2
 
 
-def test_title_headings_and_code_only_give_none():
-    page = (
+def test_title_and_headings_only_give_none_code_counts():
+    head = (
         "<title>The source code of the module is here</title>"
         "<h1>Source code for the module that is shown</h1><h2>The functions</h2>"
-        "<pre>if x is not None:\n    return the_value\nelse:\n    raise an_error</pre>" * 5
     )
-    assert len(FP.features(page)) >= FP.DEFAULT_MIN_FEATURES
-    assert FP.fingerprint(page) is None
+    assert len(FP.features(head * 5)) >= FP.DEFAULT_MIN_FEATURES
+    assert FP.fingerprint(head * 5) is None
+    # Code is content (version 4): a listing gets a fingerprint that sees it.
+    code = "<pre>if x is not None:\n    return the_value\nelse:\n    raise an_error</pre>"
+    details = FP.fingerprint_details(head + code)
+    assert details.fingerprint is not None and details.feature_count >= 6
+
+
+def test_min_features_scale_with_the_page():
+    """A fingerprint resting on a few features out of a long text is none."""
+    row = "<tr><td>alpha beta</td><td>gamma</td></tr>"
+    small = FP.fingerprint_details(f"<table>{row * 3}</table>", min_features=1)
+    assert small.fingerprint is not None
+    huge = FP.fingerprint_details(f"<table>{row * 3000}</table>", min_features=1)
+    assert huge.fingerprint is None and "fewer than one per" in huge.reason
 
 
 def test_fingerprint_details():

@@ -19,6 +19,7 @@ from scrapy_simhash import NearDuplicate, SimhashMiddleware
 from scrapy_simhash.backends import BackendError, PersistenceError
 from scrapy_simhash.backends.memory import MemoryBackend
 from scrapy_simhash.fingerprinting import fingerprint, fingerprint_details, hamming
+from scrapy_simhash.fingerprinting.signature import signature_details
 from tests.fixtures_http import article_html
 
 pytestmark = pytest.mark.scrapy
@@ -97,9 +98,10 @@ def test_spider_gets_lxml_html_elements():
     of them outlives the read, so the spider sees lxml.html's classes."""
     mw = make_mw()
     response = html("https://example.com/a", 3)
-    result = mw.fingerprint_response(response)
+    sig, result = mw.signature_response(response)
+    assert (sig, result) == signature_details(response.selector.root)
     assert result == fingerprint_details(response.selector.root)
-    assert result.fingerprint is not None
+    assert sig.fingerprint == result.fingerprint is not None
     elements = list(response.selector.root.iter())
     assert len(elements) >= 10
     assert all(isinstance(el, (HtmlElement, HtmlComment)) for el in elements)

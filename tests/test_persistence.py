@@ -14,7 +14,9 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.backends.memory import MemoryBackend
-from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.backends.state import state_header
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION, Signature
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.index import RecordLog
 from tests.fixtures_http import article_html, crawl
 from tests.test_crawl import MW, SiteSpider, make_project, run_scrapy, scrapy_command
@@ -90,9 +92,13 @@ async def test_truncated_state_file_loses_only_the_last_record(site, tmp_path, c
     assert any("truncated" in r.getMessage() for r in caplog.records)
     contents = RecordLog.read(path)
     assert not contents.truncated
-    assert [p.decode() for p in contents.payloads] == [
+    assert [bytes(p[SKETCH_BINS:]).decode() for p in contents.payloads] == [
         site.url(p) for p in ("/one", "/two", "/b", "/c")
     ]
+
+
+SKETCH = bytes(range(1, SKETCH_BINS + 1))
+OTHER_SKETCH = bytes(range(101, SKETCH_BINS + 101))
 
 
 def test_memory_backend_round_trip(tmp_path):
@@ -100,24 +106,42 @@ def test_memory_backend_round_trip(tmp_path):
     backend = MemoryBackend(k=4, persist_path=path)
     assert backend.open("spider") == 0
     a, b, c = 0x0123_4567_89AB_CDEF, 0x0123_4567_89AB_CDE0, 0xFEDC_BA98_7654_3210
-    assert backend.query_and_add(a, "https://example.com/a") is None
-    assert backend.query_and_add(c, "https://example.com/é") is None
-    assert backend.query_and_add(b, "https://example.com/b") == Duplicate(
+    assert backend.query_and_add(Signature(a, SKETCH), "https://example.com/a") is None
+    assert backend.query_and_add(Signature(c, SKETCH), "https://example.com/é") is None
+    assert backend.query_and_add(Signature(b, SKETCH), "https://example.com/b") == Duplicate(
         "https://example.com/a", a, 4
     )
+    # A candidate whose sketch does not confirm it is a new page, and stored.
+    assert backend.query_and_add(Signature(b, OTHER_SKETCH), "https://example.com/b2") is None
     backend.close()
 
     again = MemoryBackend(k=4, persist_path=path)
-    assert again.open("spider") == 2
-    assert again.query_and_add(c ^ 1, "https://example.com/c2") == Duplicate(
+    assert again.open("spider") == 3
+    assert again.query_and_add(Signature(c ^ 1, SKETCH), "https://example.com/c2") == Duplicate(
         "https://example.com/é", c, 1
+    )
+    # The sketches came back from the state file.
+    assert again.query_and_add(Signature(b, OTHER_SKETCH), "https://example.com/b3") == Duplicate(
+        "https://example.com/b2", b, 0
     )
     again.close()
 
 
-def test_foreign_version_is_refused(tmp_path):
+def test_state_of_another_sketch_size_is_refused(tmp_path):
+    path = tmp_path / "other.seen"
+    header = {**state_header(), "sketch_bytes": SKETCH_BINS // 2}
+    log = RecordLog.open(path, header)
+    log.append(1, 0, bytes(SKETCH_BINS) + b"https://example.com/")
+    log.close()
+    with pytest.raises(BackendError, match=r"sketches of 32 bytes.*SIMHASH_RESET"):
+        MemoryBackend(persist_path=str(path)).open("spider")
+
+
+@pytest.mark.parametrize("version", [3, FINGERPRINT_VERSION + 1])
+def test_foreign_version_is_refused(tmp_path, version):
+    """A state of version 3 (fingerprints without sketches) or a newer one."""
     path = tmp_path / "old.seen"
-    header = {"format": "scrapy-simhash-seen", "fingerprint_version": FINGERPRINT_VERSION + 1}
+    header = {"format": "scrapy-simhash-seen", "fingerprint_version": version}
     log = RecordLog.open(path, header)
     log.append(1, 0, b"https://example.com/")
     log.close()
@@ -194,7 +218,7 @@ def test_pages_indexed_before_a_kill_reach_the_spider_on_resume(site, tmp_path):
         first.kill()  # SIGKILL: no spider_closed, no flush of Scrapy's queue state
         first.communicate(timeout=30)
     state = RecordLog.read(job / "simhash.seen")
-    indexed = {p.decode()[len(site.base):] for p in state.payloads}
+    indexed = {bytes(p[SKETCH_BINS:]).decode()[len(site.base):] for p in state.payloads}
     before = reached.read_text().split()
     assert "/p6" in indexed and "/p6" not in before  # indexed, never processed
 

@@ -236,8 +236,15 @@ def test_all_pairs_matches_brute_force() -> None:
     valid = np.ones(len(fps), dtype=bool)
     valid[5] = False  # no fingerprint: in no pair
     pages = [Q.Page(f"p{i}", f"site{i % 3}", "", shingles=frozenset([str(i)])) for i in range(80)]
+    # Sketches: pages i and i + 40 agree when i is even (the decision confirms them).
+    sketches = [bytes([1 + i % 40] * 64) if i % 2 == 0 or i < 40 else bytes([250] * 64)
+                for i in range(80)]
+    sigs = Q.Signatures([
+        Q.SG.Signature(int(fp), sketch) if ok else None
+        for fp, sketch, ok in zip(fps, sketches, valid)
+    ])
     for cross_only in (False, True):
-        got = Q.all_pairs(pages, fps, valid, "t", cross_only=cross_only)
+        got = Q.all_pairs(pages, sigs, "t", cross_only=cross_only)
         want = {
             (a, b, (int(fps[a]) ^ int(fps[b])).bit_count())
             for a in range(80)
@@ -248,6 +255,12 @@ def test_all_pairs_matches_brute_force() -> None:
         near = {w for w in want if w[2] <= 8}
         assert set(zip(got.i.tolist(), got.j.tolist(), got.d.tolist())) == near
         assert (got.jac == 0).all()  # distinct one-shingle texts
+        decided = {
+            (a, b): d if Q.SG.is_duplicate(sigs.sigs[a], sigs.sigs[b], k=64) else Q.NO_FP
+            for a, b, d in near
+        }
+        assert dict(zip(zip(got.i.tolist(), got.j.tolist()), got.dd.tolist())) == decided
+        assert Q.NO_FP in decided.values() and set(decided.values()) != {Q.NO_FP}
 
 
 def test_quality_exits_clearly_without_the_corpus(monkeypatch, capsys) -> None:

@@ -12,7 +12,8 @@ import pytest
 import xxhash
 
 from scrapy_simhash.backends import BackendError, Duplicate
-from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION, Signature
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.index import Match
 from scrapy_simhash.index import TableLayout
 from scrapy_simhash.backends.redis import (
@@ -26,6 +27,13 @@ from tests.fixtures_redis import fill_up, make_room
 pytestmark = pytest.mark.redis
 
 MASK = (1 << 64) - 1
+
+SKETCH = bytes(range(1, SKETCH_BINS + 1))
+
+
+def sig(fp: int, sketch: bytes = SKETCH) -> Signature:
+    """A signature whose sketch confirms every other one made here."""
+    return Signature(int(fp), sketch)
 
 
 def brute_force(stored: list[tuple[int, int]], fp: int, k: int) -> list[Match]:
@@ -110,6 +118,50 @@ def test_parity_with_simhash_index(redis_client):
         if new_key:
             assert new_key == next_key
             next_key += 1
+
+
+def test_lua_confirmation_equals_is_duplicate(redis_client):
+    """The script's verdicts (candidate within k, sketch confirming) are
+    ``is_duplicate``'s on random pairs: near fingerprints, sketches agreeing in
+    any number of bins, empty bins, stored pages without a sketch."""
+    from scrapy_simhash.fingerprinting.signature import is_duplicate
+
+    k = 5
+    layout = TableLayout.plan(k, 1000)
+    index = make_index(redis_client, layout, prefix="test:confirm", expected_size=1000)
+    rng = np.random.default_rng(12)
+
+    def random_sketch() -> bytes:
+        values = rng.integers(1, 256, SKETCH_BINS, dtype=np.uint8)
+        values[rng.random(SKETCH_BINS) < rng.random() * 0.5] = 0  # empty bins
+        return values.tobytes()
+
+    stored: list[tuple[int, Signature]] = []
+    for _ in range(40):
+        sig_ = Signature(int(rng.integers(0, 2**64, dtype=np.uint64)), random_sketch())
+        _, _, key = index.query_and_add(sig_.fingerprint, "u", add="always", sketch=sig_.sketch)
+        stored.append((key, sig_))
+    verdicts = set()
+    for _ in range(600):
+        _, base = stored[int(rng.integers(len(stored)))]
+        fp = base.fingerprint
+        for bit in rng.choice(64, int(rng.integers(0, 8)), replace=False):
+            fp ^= 1 << int(bit)
+        sketch = bytearray(base.sketch)
+        for i in rng.choice(SKETCH_BINS, int(rng.integers(0, 40)), replace=False):
+            sketch[int(i)] = int(rng.integers(0, 256))
+        probe = Signature(fp, bytes(sketch))
+        matches, _, _ = index.query_and_add(fp, "", add="never", sketch=probe.sketch)
+        expected = sorted(key for key, s in stored if is_duplicate(s, probe, k=k))
+        assert sorted(m.key for m in matches) == expected
+        verdicts.add(bool(expected))
+    assert verdicts == {True, False}
+    # A stored page without a sketch is never confirmed; without a sketch every
+    # candidate counts (the index alone).
+    fp = 0x1234_5678_9ABC_DEF0
+    index.query_and_add(fp, "v", add="always")
+    assert index.query_and_add(fp, "", add="never", sketch=SKETCH)[0] == []
+    assert [m.fingerprint for m in index.query_and_add(fp, "", add="never")[0]] == [fp]
 
 
 def test_bulk_load_then_query(redis_client):
@@ -238,20 +290,20 @@ def test_mismatched_index_is_refused(redis_client, other, word):
 def test_reset_clears_and_close_keeps(redis_url, redis_client):
     backend = backend_for(redis_url)
     backend.open("spider")
-    assert backend.query_and_add(0xFF, "https://a/") is None
+    assert backend.query_and_add(sig(0xFF), "https://a/") is None
     backend.close()
     keys = ("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls")
     assert redis_client.exists(*keys) == 3
     again = backend_for(redis_url)
     assert again.open("spider") == 1
-    assert again.query_and_add(0xFE, "https://b/") == Duplicate("https://a/", 0xFF, 1)
+    assert again.query_and_add(sig(0xFE), "https://b/") == Duplicate("https://a/", 0xFF, 1)
     again.close()
     # a different k is refused, unless reset, which clears first
     with pytest.raises(BackendError, match="k=3"):
         backend_for(redis_url, max_distance=2).open("spider")
     fresh = backend_for(redis_url, max_distance=2, reset=True)
     assert fresh.open("spider") == 0
-    assert fresh.query_and_add(0xFE, "https://c/") is None
+    assert fresh.query_and_add(sig(0xFE), "https://c/") is None
     assert len(fresh) == 1
     fresh.close()
     assert len(fresh) == 1
@@ -262,7 +314,7 @@ def test_replaced_index_is_noticed_mid_crawl(redis_url, redis_client):
     backend.open("spider")
     backend_for(redis_url, max_distance=2, reset=True).open("spider")
     with pytest.raises(BackendError, match="replaced"):
-        backend.query_and_add(1, "https://a/")
+        backend.query_and_add(sig(1), "https://a/")
 
 
 # -- concurrency ------------------------------------------------------------------
@@ -334,6 +386,7 @@ def test_concurrent_processes_keep_each_pair_once(redis_url):
 
 
 def backend_for(url: str, **overrides) -> RedisBackend:
+    overrides.setdefault("max_distance", 3)  # the layouts these tests name are k=3's
     config = SimhashSettings(backend="redis", redis_url=url, **overrides)
     return RedisBackend.from_config(config)
 
@@ -360,28 +413,28 @@ def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, 
     server = redis_server_factory("--appendonly", "yes", "--appendfsync", "always")
     backend = backend_for(server.url, redis_timeout=0.3)
     backend.open("spider")
-    assert backend.query_and_add(0xABC, "https://a/") is None
+    assert backend.query_and_add(sig(0xABC), "https://a/") is None
     server.kill()  # SIGKILL: the append-only file has every write (fsync always)
     timings = []
     outage = [(0xABD, "https://b/"), (0xF0F0F0, "https://c/"), (0xF0F0F1, "https://d/")]
     for fp, url in outage:
         started = time.monotonic()
         with pytest.raises(BackendError, match="Redis at redis://127.0.0.1.*queued"):
-            backend.query_and_add(fp, url)
+            backend.query_and_add(sig(fp), url)
         timings.append(time.monotonic() - started)
     assert max(timings) < 0.3 + 0.3 and max(timings[1:]) < 0.05, timings  # hold-off: no call
     assert backend.stats()["queue_length"] == 3
     server.start()  # the append-only file brings the index back
     _wait_for_retry(backend)
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
-        assert backend.query_and_add(0x123456789, "https://e/") is None
+        assert backend.query_and_add(sig(0x123456789), "https://e/") is None
     assert "answers again" in caplog.text
     stats = backend.stats()
     # b duplicates a (stored before), d duplicates c (kept in the same outage): both
     # were kept by the crawl and are only counted; c is indexed with its URL
     assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 2
     assert stats["queue_length"] == 0
-    assert backend.query_and_add(0xF0F0F2, "https://f/", add="never") == Duplicate(
+    assert backend.query_and_add(sig(0xF0F0F2), "https://f/", add="never") == Duplicate(
         "https://c/", 0xF0F0F0, 1
     )
     assert len(backend) == 3  # a, c, e
@@ -395,23 +448,23 @@ def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_ser
     server = redis_server_factory()
     backend = backend_for(server.url, redis_timeout=0.25)
     backend.open("spider")
-    assert backend.query_and_add(0x1, "https://a/") is None
+    assert backend.query_and_add(sig(0x1), "https://a/") is None
     server.pause()
     try:
         started = time.monotonic()
         with pytest.raises(BackendError, match="Timeout"):
-            backend.query_and_add(0xFF00FF00, "https://b/")
+            backend.query_and_add(sig(0xFF00FF00), "https://b/")
         hung = time.monotonic() - started
         assert 0.2 <= hung < 0.25 + 0.3, hung  # not redis-py's 3 retries, nor 30 s
         _wait_for_retry(backend)
         started = time.monotonic()
         with pytest.raises(BackendError):  # reconnects (the kernel accepts), then times out
-            backend.query_and_add(0x0F0F0F0F0F, "https://c/")
+            backend.query_and_add(sig(0x0F0F0F0F0F), "https://c/")
         assert time.monotonic() - started < 0.25 + 0.3
     finally:
         server.resume()
     _wait_for_retry(backend)
-    assert backend.query_and_add(0x7777777777, "https://d/") is None
+    assert backend.query_and_add(sig(0x7777777777), "https://d/") is None
     stats = backend.stats()
     assert stats["queued_count"] == 2 and stats["queue_length"] == 0
     # b's script ran when the server resumed: re-indexing found b's own URL and did
@@ -432,25 +485,25 @@ def test_redis_full_checks_but_queues_until_there_is_room(
     server = redis_server_factory("--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
     backend = backend_for(server.url, redis_urls=url_format)
     backend.open("spider")
-    assert backend.query_and_add(0xAAAA, "https://a/") is None
+    assert backend.query_and_add(sig(0xAAAA), "https://a/") is None
     client = import_redis().Redis.from_url(server.url)
     filled = fill_up(client)
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
-        assert backend.query_and_add(0xAAAB, "https://b/") is not None  # checked
-        assert backend.query_and_add(0x5555_0000_0000, "https://c/") is None  # kept
+        assert backend.query_and_add(sig(0xAAAB), "https://b/") is not None  # checked
+        assert backend.query_and_add(sig(0x5555_0000_0000), "https://c/") is None  # kept
         # kept: c is not stored, so d cannot be found to repeat it
-        assert backend.query_and_add(0x5555_0000_0001, "https://d/") is None
+        assert backend.query_and_add(sig(0x5555_0000_0001), "https://d/") is None
     assert "out of memory" in caplog.text
     stats = backend.stats()
     assert stats["unstored_count"] == 2 and stats["queue_length"] == 2
     assert len(backend) == 1
     make_room(client, filled)
     time.sleep(max(0.0, backend._flush_after - time.monotonic()))
-    assert backend.query_and_add(0x9999_9999_0000_0000, "https://e/") is None
+    assert backend.query_and_add(sig(0x9999_9999_0000_0000), "https://e/") is None
     stats = backend.stats()
     assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
     assert len(backend) == 3
-    found = backend.query_and_add(0x5555_0000_0002, "https://f/", add="never")
+    found = backend.query_and_add(sig(0x5555_0000_0002), "https://f/", add="never")
     assert found.url == backend.index.url_token("https://c/")
     backend.close()
     client.close()
@@ -463,7 +516,7 @@ def test_queue_is_bounded_and_what_is_left_is_reported(redis_server_factory, cap
     server.kill()
     for i in range(4):
         with pytest.raises(BackendError):
-            backend.query_and_add(i << 20, f"https://{i}/")
+            backend.query_and_add(sig(i << 20), f"https://{i}/")
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
         backend.close()
     stats = backend.stats()
@@ -484,16 +537,16 @@ def test_timeout_settings_override_redis_params():
 def test_backend_duplicate_names_the_nearest(redis_url):
     backend = backend_for(redis_url)
     backend.open("spider")
-    assert backend.query_and_add(0b1111, "https://a/") is None
-    assert backend.query_and_add(0b1111 << 20, "https://b/") is None
-    assert backend.query_and_add(0b0111 | (0b1111 << 40), "https://c/", add="never") is None
-    assert backend.query_and_add(0b0111, "https://d/", add="never") == Duplicate(
+    assert backend.query_and_add(sig(0b1111), "https://a/") is None
+    assert backend.query_and_add(sig(0b1111 << 20), "https://b/") is None
+    assert backend.query_and_add(sig(0b0111 | (0b1111 << 40)), "https://c/", add="never") is None
+    assert backend.query_and_add(sig(0b0111), "https://d/", add="never") == Duplicate(
         "https://a/", 0b1111, 1
     )
-    assert backend.query_and_add(0b0011, "https://e/", add="always") == Duplicate(
+    assert backend.query_and_add(sig(0b0011), "https://e/", add="always") == Duplicate(
         "https://a/", 0b1111, 2
     )
-    assert backend.query_and_add(0b0001, "https://f/") == Duplicate("https://e/", 0b0011, 1)
+    assert backend.query_and_add(sig(0b0001), "https://f/") == Duplicate("https://e/", 0b0011, 1)
     assert len(backend) == 3
     backend.close()
 
@@ -512,17 +565,18 @@ def test_redis_params_and_key_template(redis_url, redis_client):
             redis_url=redis_url.rsplit("/", 1)[0],  # a database in the URL would win
             redis_params={"db": 3, "decode_responses": True},
             redis_key="crawl:%(spider)s:near",
+            max_distance=3,
         )
     )
     backend.open("news")
-    assert backend.query_and_add(0x77, "https://a/") is None
-    assert backend.query_and_add(0x76, "https://b/") == Duplicate("https://a/", 0x77, 1)
+    assert backend.query_and_add(sig(0x77), "https://a/") is None
+    assert backend.query_and_add(sig(0x76), "https://b/") == Duplicate("https://a/", 0x77, 1)
     backend.close()
     assert redis_client.dbsize() == 0
     db3 = import_redis().Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
     assert sorted(db3.keys()) == [
-        b"crawl:news:near:meta", *(b"crawl:news:near:t%d" % i for i in range(4)),
-        b"crawl:news:near:urls",
+        b"crawl:news:near:meta", b"crawl:news:near:sketches",
+        *(b"crawl:news:near:t%d" % i for i in range(4)), b"crawl:news:near:urls",
     ]
     db3.close()
 
@@ -530,11 +584,11 @@ def test_redis_params_and_key_template(redis_url, redis_client):
 def test_auto_layout_joins_whatever_the_expected_size(redis_url):
     small = backend_for(redis_url, expected_pages=1000)  # plans 16,16,16,16
     small.open("spider")
-    small.query_and_add(0xF0F0, "https://a/")
+    small.query_and_add(sig(0xF0F0), "https://a/")
     large = backend_for(redis_url, expected_pages=10**8)  # would plan more tables
     assert large.open("spider") == 1
     assert large.index.layout.spec == "16,16,16,16"
-    assert large.query_and_add(0xF0F1, "https://b/") == Duplicate("https://a/", 0xF0F0, 1)
+    assert large.query_and_add(sig(0xF0F1), "https://b/") == Duplicate("https://a/", 0xF0F0, 1)
     explicit = backend_for(redis_url, layout="13,13,13,13,12")
     with pytest.raises(BackendError, match="layout="):
         explicit.open("spider")

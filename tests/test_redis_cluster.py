@@ -10,6 +10,8 @@ import pytest
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from scrapy_simhash.fingerprinting import Signature
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.backends.redis import RedisBackend, import_redis
 from scrapy_simhash.settings import SimhashSettings
@@ -18,6 +20,13 @@ from tests.test_redis import brute_force, planted_stream
 from tests.test_redis_crawl import ChainSpider, redis_settings, serve_chain
 
 pytestmark = pytest.mark.redis
+
+SKETCH = bytes(range(1, SKETCH_BINS + 1))
+
+
+def sig(fp: int) -> Signature:
+    """A signature whose sketch confirms every other one made here."""
+    return Signature(int(fp), SKETCH)
 
 
 def cluster_config(url: str, **settings) -> SimhashSettings:
@@ -32,6 +41,7 @@ def cluster_config(url: str, **settings) -> SimhashSettings:
 
 
 def cluster_backend(url: str, **settings) -> RedisBackend:
+    settings.setdefault("SIMHASH_MAX_DISTANCE", 3)  # the brute force here is k=3's
     return RedisBackend.from_config(cluster_config(url, **settings))
 
 
@@ -63,7 +73,7 @@ def test_exact_against_brute_force_on_the_cluster(redis_cluster):
     stored: list[tuple[int, int]] = []
     for i, fp in enumerate(planted_stream(seed=7, n=120, k=3)):
         expected = brute_force(stored, fp, 3)
-        found = backend.query_and_add(fp, f"https://e/{i}")
+        found = backend.query_and_add(sig(fp), f"https://e/{i}")
         if expected:
             assert found is not None and found.distance == expected[0].distance
         else:
@@ -77,13 +87,13 @@ def test_exact_against_brute_force_on_the_cluster(redis_cluster):
 def test_queue_is_indexed_through_the_masters_node(redis_cluster, url_format):
     backend = cluster_backend(redis_cluster.url, SIMHASH_REDIS_URLS=url_format, SIMHASH_RESET=True)
     backend.open(f"queue-{url_format}")
-    assert backend.query_and_add(0xAB, "https://a/") is None
-    backend._enqueue(0xF0F0F0, "https://q/", "if_new")
-    backend._enqueue(0xAA, "https://r/", "if_new")
-    assert backend.query_and_add(1 << 40, "https://b/") is None
+    assert backend.query_and_add(sig(0xAB), "https://a/") is None
+    backend._enqueue(0xF0F0F0, "https://q/", "if_new", SKETCH)
+    backend._enqueue(0xAA, "https://r/", "if_new", SKETCH)
+    assert backend.query_and_add(sig(1 << 40), "https://b/") is None
     stats = backend.stats()
     assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
-    found = backend.query_and_add(0xF0F0F1, "https://c/", add="never")
+    found = backend.query_and_add(sig(0xF0F0F1), "https://c/", add="never")
     assert found == Duplicate(backend.index.url_token("https://q/"), 0xF0F0F0, 1)
     backend.close()
 
@@ -112,7 +122,7 @@ def test_failover_of_the_crawls_master(redis_cluster_to_break, caplog):
     fps = np.random.default_rng(3).integers(0, 2**63, size=100_000, dtype=np.uint64).tolist()
     before = 300
     for i in range(before):
-        assert backend.query_and_add(fps[i], f"https://p/{i}") is None
+        assert backend.query_and_add(sig(fps[i]), f"https://p/{i}") is None
     master = backend.client.get_node_from_key(backend.index.meta_key).port
     cluster.server_on(master).kill()
     killed = time.monotonic()
@@ -121,7 +131,7 @@ def test_failover_of_the_crawls_master(redis_cluster_to_break, caplog):
     while time.monotonic() - killed < 30:
         started = time.monotonic()
         try:
-            backend.query_and_add(fps[i], f"https://p/{i}")
+            backend.query_and_add(sig(fps[i]), f"https://p/{i}")
         except BackendError:
             failed += 1
         else:
@@ -144,7 +154,7 @@ def test_failover_of_the_crawls_master(redis_cluster_to_break, caplog):
     check = cluster_backend(cluster.url)
     check.open("failover")
     lost = sum(
-        check.query_and_add(fps[j], "", add="never") is None for j in range(before)
+        check.query_and_add(sig(fps[j]), "", add="never") is None for j in range(before)
     )
     assert len(check) == i - lost
     check.close()
@@ -170,7 +180,7 @@ def test_sharded_tables_spread_and_stay_exact(redis_cluster):
     urls: dict[int, str] = {}
     for i, fp in enumerate(planted_stream(seed=9, n=120, k=3)):
         expected = brute_force(stored, fp, 3)
-        found = backend.query_and_add(fp, f"https://e/{i}")
+        found = backend.query_and_add(sig(fp), f"https://e/{i}")
         if expected:
             nearest = expected[0]
             assert found == Duplicate(urls[nearest.key], nearest.fingerprint, nearest.distance)
@@ -190,7 +200,7 @@ def _sharded_insert_all(url: str, items, start, results) -> None:
     backend.open("race")
     start.wait()
     for pair, fp in items:
-        results.put((pair, int(backend.query_and_add(fp, str(pair)) is None)))
+        results.put((pair, int(backend.query_and_add(sig(fp), str(pair)) is None)))
     results.put(("lease_lost", backend.stats().get("lease_lost_count", 0)))
     backend.close()
 
@@ -235,14 +245,14 @@ def test_sharded_dead_writer_holds_the_others_for_its_lease_only(redis_cluster):
         SIMHASH_REDIS_TIMEOUT=0.2,
     )  # fmt: skip
     backend.open("dead")
-    assert backend.query_and_add(0xF00, "https://a/") is None
+    assert backend.query_and_add(sig(0xF00), "https://a/") is None
     backend.client.set(backend.index.lock_key, b"dead-writer", px=1500)
     started = time.monotonic()
     with pytest.raises(BackendError, match="held the lock"):
-        backend.query_and_add(0xF01, "https://b/")
+        backend.query_and_add(sig(0xF01), "https://b/")
     assert time.monotonic() - started < 0.2 + 0.3
     time.sleep(1.6)  # its lease is over (and so is the hold-off)
-    assert backend.query_and_add(0xABC << 40, "https://c/") is None
+    assert backend.query_and_add(sig(0xABC << 40), "https://c/") is None
     stats = backend.stats()
     assert stats["queued_count"] == 1 and stats["reindexed_duplicate_count"] == 1
     backend.close()

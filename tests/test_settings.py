@@ -11,7 +11,7 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_simhash import settings as settings_module
-from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
+from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.settings import DEFAULTS, SETTINGS, SimhashSettings
 
 pytestmark = pytest.mark.scrapy
@@ -25,7 +25,7 @@ def test_defaults():
     config = load()
     assert config == SimhashSettings()
     assert config.enabled is True
-    assert config.max_distance == 3
+    assert config.max_distance == DEFAULT_MAX_DISTANCE == 6
     assert config.layout == "auto"
     assert config.min_features == DEFAULT_MIN_FEATURES
     assert config.action == "drop"
@@ -71,7 +71,7 @@ def test_values_from_strings():
 
 
 def test_layout_as_a_list_and_numeric_level():
-    config = load(SIMHASH_LAYOUT=[16, 16, 16, 16], SIMHASH_LOG_LEVEL=25)
+    config = load(SIMHASH_LAYOUT=[16, 16, 16, 16], SIMHASH_MAX_DISTANCE=3, SIMHASH_LOG_LEVEL=25)
     assert config.layout == "16,16,16,16"
     assert config.log_level == 25
 
@@ -143,7 +143,7 @@ def test_settings_table_is_the_home_of_every_default():
     assert read == set(names)
     # the defaults as settings give the same configuration as no settings at all
     assert load(**{spec.name: spec.default for spec in SETTINGS}) == load()
-    assert DEFAULTS["SIMHASH_MAX_DISTANCE"] == load().max_distance == 3
+    assert DEFAULTS["SIMHASH_MAX_DISTANCE"] == load().max_distance == DEFAULT_MAX_DISTANCE
 
 
 @pytest.mark.parametrize(

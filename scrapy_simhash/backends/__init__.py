@@ -1,7 +1,8 @@
 """Where the crawler's fingerprints live: the backend contract and its implementations.
 
-A backend answers one question per page, atomically: "is a stored page within
-k bits of this fingerprint? If not, remember this one". :class:`Backend` is
+A backend answers one question per page, atomically: "is a stored page a
+duplicate of this one (fingerprints within k bits, sketches confirming it:
+:func:`scrapy_simhash.is_duplicate`)? If not, remember this one". :class:`Backend` is
 that contract; ``SIMHASH_BACKEND`` names an implementation: ``memory``
 (:class:`~scrapy_simhash.backends.memory.MemoryBackend`, in the process, with
 a JOBDIR record log), ``redis``
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from scrapy_simhash.fingerprinting.signature import Signature
     from scrapy_simhash.settings import SimhashSettings
 
 __all__ = [
@@ -34,7 +36,7 @@ BUILTIN_BACKENDS = {
 
 
 class Duplicate(NamedTuple):
-    """The nearest stored page within k bits of a probed fingerprint."""
+    """The nearest stored duplicate of a probed page (within k bits, confirmed)."""
 
     url: str
     fingerprint: int
@@ -70,10 +72,13 @@ class Backend(Protocol):
         ...
 
     def query_and_add(
-        self, fingerprint: int, url: str, *, add: str = "if_new"
+        self, signature: Signature, url: str, *, add: str = "if_new"
     ) -> Duplicate | None:
-        """The nearest stored page within k bits, or None; store this one per
-        ``add`` (``if_new``, ``always``, ``never``). One atomic call per page."""
+        """The nearest stored page that is a duplicate of this one, or None:
+        fingerprints within k bits and sketches that confirm it, exactly as
+        :func:`scrapy_simhash.is_duplicate` decides. Store this page per ``add``
+        (``if_new``: when no stored page is a duplicate; ``always``; ``never``).
+        One atomic call per page."""
         ...
 
     def close(self) -> None:

@@ -1,8 +1,11 @@
-"""The in-process backend: a :class:`~scrapy_simhash.index.SimhashIndex` plus URLs.
+"""The in-process backend: a :class:`~scrapy_simhash.index.SimhashIndex` plus URLs and sketches.
 
-With a persist path (``JOBDIR/simhash.seen`` by default) every added page is
-appended to the state file (:mod:`scrapy_simhash.backends.state`), so a paused
-or crashed crawl resumes with its index.
+A candidate within k bits is a duplicate only when the sketches confirm it
+(:func:`scrapy_simhash.fingerprinting.signature.confirms`, the drop decision of
+:func:`~scrapy_simhash.is_duplicate`). With a persist path
+(``JOBDIR/simhash.seen`` by default) every added page is appended to the state
+file (:mod:`scrapy_simhash.backends.state`), so a paused or crashed crawl
+resumes with its index.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import numpy as np
 
 from scrapy_simhash.backends import BackendError, Duplicate, PersistenceError
 from scrapy_simhash.backends.state import StateError, check_state, state_header
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms
 from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex, TableLayout
+from scrapy_simhash.index.tables import ADD_MODES
 
 if TYPE_CHECKING:
     from scrapy_simhash.index import LogContents
@@ -26,10 +31,11 @@ logger = logging.getLogger(__name__)
 
 
 class MemoryBackend:
-    """An in-process permuted-tables index plus a compact URL store.
+    """An in-process permuted-tables index plus a compact URL and sketch store.
 
     URLs are kept outside the index, UTF-8 in one ``bytearray`` with ``uint64``
-    offsets; the index key of a page is its row number.
+    offsets, sketches in one ``uint8`` array of a row each; the index key of a
+    page is its row number.
     """
 
     def __init__(
@@ -48,6 +54,7 @@ class MemoryBackend:
         self._index = self._new_index()
         self._urls = bytearray()
         self._offsets = np.zeros(1024, dtype=np.uint64)
+        self._sketches = np.zeros((1024, SKETCH_BINS), dtype=np.uint8)
         self._count = 0
         self._log: Any = None
 
@@ -102,14 +109,17 @@ class MemoryBackend:
             raise BackendError(str(exc)) from exc
         # A truncated last record (a crash mid-write) was cut off by
         # RecordLog.open, which logged it.
-        fingerprints, payloads = state.fingerprints, state.payloads
+        fingerprints = state.fingerprints
         count = len(fingerprints)
         self._index = self._new_index()
         self._index.add_many(fingerprints, np.arange(count, dtype=np.uint64))
-        lengths = np.fromiter((len(p) for p in payloads), dtype=np.uint64, count=count)
+        url_bytes = state.url_bytes
+        lengths = np.fromiter(map(len, url_bytes), dtype=np.uint64, count=count)
         self._offsets = np.zeros(max(1024, 2 * count + 1), dtype=np.uint64)
         np.cumsum(lengths, out=self._offsets[1 : count + 1])
-        self._urls = bytearray(b"".join(payloads))
+        self._urls = bytearray(b"".join(url_bytes))
+        self._sketches = np.zeros((max(1024, 2 * count + 1), SKETCH_BINS), dtype=np.uint8)
+        self._sketches[:count] = state.sketches
         self._count = count
         logger.info(
             "Loaded %(count)d fingerprints from %(path)s in %(seconds).3f s",
@@ -123,33 +133,51 @@ class MemoryBackend:
         )
 
     def query_and_add(
-        self, fingerprint: int, url: str, *, add: str = "if_new"
+        self, signature: Signature, url: str, *, add: str = "if_new"
     ) -> Duplicate | None:
-        """Return the nearest stored page within k bits; store this one per ``add``."""
-        row = self._count
-        matches = self._index.query_and_add(fingerprint, row, add=add)  # checks ``add``
-        if add == "always" or (add == "if_new" and not matches):
+        """The nearest stored page within k bits whose sketch confirms it (the
+        drop decision); store this one per ``add`` (``if_new``: when no
+        candidate was confirmed)."""
+        fingerprint = signature.fingerprint
+        if len(signature.sketch) != SKETCH_BINS:
+            raise ValueError(
+                f"a sketch has {SKETCH_BINS} bytes, this one {len(signature.sketch)}"
+            )
+        if add not in ADD_MODES:
+            raise ValueError(f"add must be one of {ADD_MODES}, got {add!r}")
+        candidates = self._index.query(fingerprint)
+        sketches = self._sketches
+        confirmed = [m for m in candidates if confirms(sketches[m.key].tobytes(), signature.sketch)]
+        if add == "always" or (add == "if_new" and not confirmed):
+            row = self._count
+            self._index.add(fingerprint, row)
             data = url.encode("utf-8")
-            self._store_url(data)
+            self._store(data, signature.sketch)
             if self._log is not None:
                 try:
-                    self._log.append(fingerprint, row, data)
+                    self._log.append(fingerprint, row, signature.sketch + data)
                 except OSError as exc:
                     raise PersistenceError(
                         f"Cannot append to the simhash state file {self.persist_path}: {exc}"
                     ) from exc
-        if not matches:
+        if not confirmed:
             return None
-        best = matches[0]
+        best = confirmed[0]  # sorted by (distance, key)
         return Duplicate(self.url(best.key), best.fingerprint, best.distance)
 
-    def _store_url(self, data: bytes) -> None:
-        if self._count + 2 > len(self._offsets):
+    def _store(self, data: bytes, sketch: bytes) -> None:
+        count = self._count
+        if count + 2 > len(self._offsets):
             grown = np.zeros(2 * len(self._offsets), dtype=np.uint64)
-            grown[: self._count + 1] = self._offsets[: self._count + 1]
+            grown[: count + 1] = self._offsets[: count + 1]
             self._offsets = grown
+        if count + 1 > len(self._sketches):
+            sketches = np.zeros((2 * len(self._sketches), SKETCH_BINS), dtype=np.uint8)
+            sketches[:count] = self._sketches[:count]
+            self._sketches = sketches
+        self._sketches[count] = np.frombuffer(sketch, dtype=np.uint8)
         self._urls += data
-        self._count += 1
+        self._count = count + 1
         self._offsets[self._count] = len(self._urls)
 
     def close(self) -> None:

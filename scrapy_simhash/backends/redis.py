@@ -14,7 +14,12 @@ query's bucket in at least one table. Redis holds, under the prefix
 - ``<prefix>:urls``: for the drop log, a hash of decimal key -> URL
   (``SIMHASH_REDIS_URLS = "full"``), or of key // 255 -> the 8-byte xxh3-64
   hashes of 255 URLs in key order (``"hash"``, compact: the drop log then names
-  the kept page as ``xxh3:<hex>``).
+  the kept page as ``xxh3:<hex>``);
+- ``<prefix>:sketches``: a hash, decimal key -> the page's sketch
+  (:mod:`scrapy_simhash.fingerprinting.signature`), which confirms a candidate:
+  the script drops a page only when a stored one within k bits has a sketch that
+  confirms it, by the rule of :func:`scrapy_simhash.is_duplicate` (mirrored
+  exactly; ``tests/test_redis.py`` compares them on random pairs).
 
 Packing a bucket's entries into one value keeps the cost near the in-process
 figure (12 bytes per table instead of ~80 for a key or hash field per entry).
@@ -57,6 +62,7 @@ import xxhash
 
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS, Signature
 from scrapy_simhash.index import ADD_MODES, Match, TableLayout
 
 if TYPE_CHECKING:
@@ -69,6 +75,8 @@ FORMAT_VERSION = 1
 #: versions that know only format 1 refuse to join.
 FORMAT_VERSION_EXTENDED = 2
 ENTRY_SIZE = 12
+#: The script's arguments before the bucket fields (``data/redis_query_and_add.lua``).
+FIXED_SCRIPT_ARGS = 8
 MAX_KEY = 2**32 - 1
 #: Average entries per bucket wanted at the expected index size: larger buckets
 #: amortise Redis's ~60 bytes of per-field overhead, smaller ones scan faster
@@ -150,7 +158,7 @@ def index_info(client: Any, prefix: str) -> dict[str, Any] | None:
 def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] = ()) -> int:
     """Delete the index under ``prefix`` (tables per its stored layout, URLs,
     metadata, and ``extra`` keys); return the number of keys deleted."""
-    keys = {f"{prefix}:meta", f"{prefix}:urls", *extra}
+    keys = {f"{prefix}:meta", f"{prefix}:urls", f"{prefix}:sketches", *extra}
     info = index_info(client, prefix) or {}
     try:
         tables = len(TableLayout.from_dict(info["layout"]).tables)
@@ -198,6 +206,7 @@ class RedisSimhashIndex:
         self._tables = layout.tables
         self.meta_key = f"{prefix}:meta"
         self.urls_key = f"{prefix}:urls"
+        self.sketches_key = f"{prefix}:sketches"
         self.table_keys = [f"{prefix}:t{i}" for i in range(len(self._tables))]
         if bucket_bits is not None and not 1 <= bucket_bits <= 32:
             raise ValueError(f"bucket_bits must be from 1 to 32, got {bucket_bits!r}")
@@ -249,7 +258,7 @@ class RedisSimhashIndex:
         self._check(identity, stored)
         self.bucket_bits = int(stored["bucket_bits"])
         self.signature = stored["signature"]
-        self.keys = [self.meta_key, self.urls_key, *self.table_keys]
+        self.keys = [self.meta_key, self.urls_key, self.sketches_key, *self.table_keys]
         return int(stored.get("size", 0))
 
     @staticmethod
@@ -311,20 +320,26 @@ class RedisSimhashIndex:
     # -- probe and insert --------------------------------------------------
 
     def query_and_add(
-        self, fp: int, url: str = "", *, add: str = "if_new"
+        self, fp: int, url: str = "", *, add: str = "if_new", sketch: bytes = b""
     ) -> tuple[list[Match], str | None, int]:
-        """Probe every table; insert ``fp`` (with ``url``) per ``add``, atomically.
+        """Probe every table; insert ``fp`` (with ``url`` and ``sketch``) per
+        ``add``, atomically.
 
-        Returns the matches found before inserting, sorted by (distance, key),
+        With a ``sketch``, a candidate within k counts only when the stored
+        page's sketch confirms it (``signature.confirms``; ``if_new`` inserts
+        when none did; a stored page without a sketch is never confirmed);
+        without one every candidate counts (the index alone). Returns the matches found before inserting, sorted by (distance, key),
         the URL of the nearest (with ``url_format="hash"``, its :meth:`url_token`),
         and the new key (0 when nothing was inserted). Raises
         :class:`IndexFullError`, carrying the matches, when Redis refused the
         insertion for lack of memory.
         """
-        fp = self._checked(fp, add)
-        return self._answer(self._script(keys=self.keys, args=self.script_args(fp, url, add)))
+        fp = self._checked(fp, add, sketch)
+        return self._answer(
+            self._script(keys=self.keys, args=self.script_args(fp, url, add, sketch))
+        )
 
-    def _checked(self, fp: int, add: str) -> int:
+    def _checked(self, fp: int, add: str, sketch: bytes = b"") -> int:
         if add not in ADD_MODES:
             raise ValueError(f"add must be one of {ADD_MODES}, not {add!r}")
         if not self.keys:
@@ -332,17 +347,19 @@ class RedisSimhashIndex:
         fp = int(fp)
         if not 0 <= fp < 1 << 64:
             raise ValueError(f"fingerprint out of the unsigned 64-bit range: {fp!r}")
+        if sketch and len(sketch) != SKETCH_BINS:
+            raise ValueError(f"a sketch has {SKETCH_BINS} bytes, this one {len(sketch)}")
         return fp
 
-    def run_batch(self, entries: list[tuple[int, str, str]]) -> list[Any]:
-        """Probe and insert many ``(fp, url, add)`` in one pipelined round trip,
-        each atomically; per entry, what :meth:`query_and_add` returns or the
-        exception it would raise."""
+    def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
+        """Probe and insert many ``(fp, url, add, sketch)`` in one pipelined round
+        trip, each atomically; per entry, what :meth:`query_and_add` returns or
+        the exception it would raise."""
         for attempt in range(2):
             pipe = self.pipeline()
-            for fp, url, add in entries:
+            for fp, url, add, sketch in entries:
                 pipe.evalsha(self.script_sha, len(self.keys), *self.keys,
-                             *self.script_args(fp, url, add))
+                             *self.script_args(fp, url, add, sketch))
             replies = pipe.execute(raise_on_error=False)
             if attempt or not any(isinstance(r, self._no_script) for r in replies):
                 break
@@ -384,7 +401,7 @@ class RedisSimhashIndex:
 
     def slot_keys(self) -> list[str]:
         """The keys one script call touches, which a cluster needs in one slot."""
-        return [self.meta_key, self.urls_key, *self.table_keys]
+        return [self.meta_key, self.urls_key, self.sketches_key, *self.table_keys]
 
     def pipeline(self) -> Any:
         """A non-transactional pipeline to the node holding this index: redis-py's
@@ -399,13 +416,14 @@ class RedisSimhashIndex:
         """Load the probe-and-insert script (into every master of a cluster)."""
         self.client.script_load(self._script.script)
 
-    def script_args(self, fp: int, url: str, add: str) -> list[Any]:
+    def script_args(self, fp: int, url: str, add: str, sketch: bytes = b"") -> list[Any]:
         """The arguments of the probe-and-insert script for one page."""
         stored_url = url or ""
         if self.url_format == "hash" and stored_url:
             stored_url = xxhash.xxh3_64_digest(stored_url.encode("utf-8", "surrogatepass"))
         block = URL_BLOCK if self.url_format == "hash" else 0
-        args = [int(fp).to_bytes(8, "big"), self.k, add, stored_url, self.signature, block]
+        args = [int(fp).to_bytes(8, "big"), self.k, add, stored_url, self.signature, block,
+                sketch, CONFIRM]
         args.extend(self.bucket_fields(int(fp)))
         return args
 
@@ -448,9 +466,15 @@ class RedisSimhashIndex:
     # -- bulk load ---------------------------------------------------------
 
     def add_many(
-        self, fps: np.ndarray, urls: list[str] | None = None, *, batch: int = 20000
+        self,
+        fps: np.ndarray,
+        urls: list[str] | None = None,
+        *,
+        sketches: list[bytes] | None = None,
+        batch: int = 20000,
     ) -> np.ndarray:
-        """Append many fingerprints without probing (like ``add="always"``).
+        """Append many fingerprints (with their URLs and sketches) without
+        probing (like ``add="always"``).
 
         For loading a known set (an earlier crawl, a benchmark). Not atomic
         against concurrent probes: load before the crawl starts. Returns the keys.
@@ -460,6 +484,8 @@ class RedisSimhashIndex:
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if urls is not None and len(urls) != len(fps):
             raise ValueError(f"{len(fps)} fingerprints but {len(urls)} URLs")
+        if sketches is not None and len(sketches) != len(fps):
+            raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
         n = len(fps)
         if n == 0:
             return np.empty(0, dtype=np.uint64)
@@ -496,6 +522,13 @@ class RedisSimhashIndex:
                 chunk = dict(zip(map(str, keys[start : start + batch].tolist()),
                                  urls[start : start + batch]))
                 pipe.hset(self.urls_key, mapping=chunk)
+            pipe.execute()
+        if sketches is not None:
+            pipe = self.client.pipeline(transaction=False)
+            for start in range(0, n, batch):
+                chunk = dict(zip(map(str, keys[start : start + batch].tolist()),
+                                 sketches[start : start + batch]))
+                pipe.hset(self.sketches_key, mapping=chunk)
             pipe.execute()
         return keys
 
@@ -594,7 +627,7 @@ class RedisBackend:
         self.index: RedisSimhashIndex | None = None
         self.counts: Counter[str] = Counter()
         self._size = 0
-        self._pending: deque[tuple[int, str, str]] = deque()
+        self._pending: deque[tuple[int, str, str, bytes]] = deque()
         self._retry_at = 0.0  # no call before this time (monotonic), after a failure
         self._flush_after = 0.0  # no queued page retried before this time
         self._holdoff = 0.0
@@ -729,32 +762,34 @@ class RedisBackend:
     # -- probe and insert ----------------------------------------------------
 
     def query_and_add(
-        self, fingerprint: int, url: str, *, add: str = "if_new"
+        self, signature: Signature, url: str, *, add: str = "if_new"
     ) -> Duplicate | None:
-        """The nearest stored page within k bits, or None; inserts per ``add``.
+        """The nearest stored duplicate (within k bits, confirmed by its sketch),
+        or None; inserts per ``add``.
 
         Raises :class:`BackendError` when Redis failed or is held off; the page
         is then queued, to be indexed when Redis answers again.
         """
+        fingerprint, sketch = signature.fingerprint, signature.sketch
         index = self.index
         if index is None:
             raise BackendError("the Redis simhash backend is not open")
         now = time.monotonic()
         if now < self._retry_at:
-            self._enqueue(fingerprint, url, add)
+            self._enqueue(fingerprint, url, add, sketch)
             raise BackendError(
                 f"Redis at {self.where} has been failing for {now - self._failing_since:.1f} s "
                 f"(next attempt in {self._retry_at - now:.1f} s); the page was queued"
             )
         queued = len(self._pending)
         try:
-            matches, nearest_url, new_key = self._probe(index, fingerprint, url, add)
+            matches, nearest_url, new_key = self._probe(index, fingerprint, url, add, sketch)
         except IndexMismatchError as exc:
             self._failed()
             raise BackendError(str(exc)) from exc
         except self._redis_errors as exc:
             self._failed()
-            self._enqueue(fingerprint, url, add)
+            self._enqueue(fingerprint, url, add, sketch)
             raise BackendError(f"Redis at {self.where}: {exc}; the page was queued") from exc
         self._answered(queued)
         if new_key:
@@ -771,24 +806,24 @@ class RedisBackend:
         return Duplicate(nearest_url or "", best.fingerprint, best.distance)
 
     def _probe(
-        self, index: RedisSimhashIndex, fp: int, url: str, add: str
+        self, index: RedisSimhashIndex, fp: int, url: str, add: str, sketch: bytes
     ) -> tuple[list[Match], str | None, int]:
         try:
             try:
-                return index.query_and_add(fp, url, add=add)
+                return index.query_and_add(fp, url, add=add, sketch=sketch)
             except IndexMissingError as exc:
                 logger.warning(
                     "%(error)s; starting it again empty at %(where)s",
                     {"error": exc, "where": self.where},
                 )
                 index.open()
-                return index.query_and_add(fp, url, add=add)
+                return index.query_and_add(fp, url, add=add, sketch=sketch)
         except IndexFullError as exc:
             # checked against what is stored; stored later, when Redis has room
             self._became_full(exc)
             if add == "always" or not exc.matches:
                 self.counts["unstored_count"] += 1
-                self._enqueue(fp, url, add)
+                self._enqueue(fp, url, add, sketch)
             return exc.matches, exc.nearest_url, 0
 
     # -- failures, hold-off and the queue --------------------------------------
@@ -828,7 +863,7 @@ class RedisBackend:
         # queued pages are retried after a hold-off, not with every page
         self._flush_after = now + HOLDOFF_FIRST
 
-    def _enqueue(self, fp: int, url: str, add: str) -> None:
+    def _enqueue(self, fp: int, url: str, add: str, sketch: bytes) -> None:
         if add == "never":
             return
         if len(self._pending) >= self.queue_size:
@@ -842,7 +877,7 @@ class RedisBackend:
                     {"where": self.where, "size": self.queue_size},
                 )
             return
-        self._pending.append((int(fp), url, add))
+        self._pending.append((int(fp), url, add, sketch))
         self.counts["queued_count"] += 1
 
     def _flush(self, index: RedisSimhashIndex, limit: int | None) -> None:
@@ -851,7 +886,7 @@ class RedisBackend:
         while self._pending and time.monotonic() >= self._flush_after:
             batch = [self._pending[i] for i in range(min(len(self._pending), limit or 512))]
             results = index.run_batch(batch)
-            kept: list[tuple[int, str, str]] = []
+            kept: list[tuple[int, str, str, bytes]] = []
             for entry, result in zip(batch, results):
                 self._pending.popleft()
                 if not self._reindexed(index, entry, result):
@@ -861,7 +896,7 @@ class RedisBackend:
                 return
 
     def _reindexed(
-        self, index: RedisSimhashIndex, entry: tuple[int, str, str], result: Any
+        self, index: RedisSimhashIndex, entry: tuple[int, str, str, bytes], result: Any
     ) -> bool:
         """Count one queued page's answer; False when it must stay queued."""
         if isinstance(result, Exception):
@@ -871,7 +906,7 @@ class RedisBackend:
             self._flush_after = time.monotonic() + (HOLDOFF_FIRST if full else HOLDOFF_MAX)
             return False
         _, nearest, new_key = result
-        _, url, _ = entry
+        url = entry[1]
         if new_key:
             self.counts["reindexed_count"] += 1
             self._size = max(self._size, int(new_key))

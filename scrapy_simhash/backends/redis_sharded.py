@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from scrapy_simhash.backends.redis import (
+    FIXED_SCRIPT_ARGS,
     _APPEND_SCRIPT,
     _ENTRY_DTYPE,
     IndexFullError,
@@ -37,6 +38,7 @@ from scrapy_simhash.backends.redis import (
     IndexMissingError,
     RedisSimhashIndex,
 )
+from scrapy_simhash.fingerprinting.signature import confirms
 from scrapy_simhash.index import Match
 
 __all__ = ["LockTimeout", "ShardedRedisSimhashIndex"]
@@ -74,11 +76,12 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
 
     def open(self, *, reset: bool = False) -> int:
         size = super().open(reset=reset)
-        self.keys = [self.meta_key, self.urls_key]  # the one-slot script: no tables
+        # the one-slot script: no tables
+        self.keys = [self.meta_key, self.urls_key, self.sketches_key]
         return size
 
     def slot_keys(self) -> list[str]:
-        return [self.meta_key, self.urls_key, self.lock_key]
+        return [self.meta_key, self.urls_key, self.sketches_key, self.lock_key]
 
     def clear(self) -> int:
         keys = [*self.table_keys, self.lock_key]
@@ -87,20 +90,23 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
     # -- probe and insert ----------------------------------------------------
 
     def query_and_add(
-        self, fp: int, url: str = "", *, add: str = "if_new"
+        self, fp: int, url: str = "", *, add: str = "if_new", sketch: bytes = b""
     ) -> tuple[list[Match], str | None, int]:
-        """As :meth:`RedisSimhashIndex.query_and_add`, under the crawl's lock."""
-        fp = self._checked(fp, add)
+        """As :meth:`RedisSimhashIndex.query_and_add`, under the crawl's lock
+        (candidates confirmed here by their stored sketches, the same rule)."""
+        fp = self._checked(fp, add, sketch)
         token = os.urandom(8)
         self._lock(token)
         try:
             fields = self.bucket_fields(fp)
-            matches = self._matches(fp, self._read(fields))
+            matches = self._confirmed(self._matches(fp, self._read(fields)), sketch)
             nearest = self.url(matches[0].key) if matches else None
             new_key = 0
             if add == "always" or (add == "if_new" and not matches):
                 # the one-slot script with no tables: signature, key, URL
-                insert = self._script(keys=self.keys, args=self.script_args(fp, url, "always"))
+                insert = self._script(
+                    keys=self.keys, args=self.script_args(fp, url, "always", sketch)
+                )
                 try:
                     _, _, new_key = self._answer(insert)
                 except IndexFullError as exc:
@@ -112,14 +118,22 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
                 self.lease_lost += 1
         return matches, nearest, new_key
 
-    def script_args(self, fp: int, url: str, add: str) -> list[Any]:
-        return super().script_args(fp, url, add)[:6]  # no bucket fields: no tables
+    def script_args(self, fp: int, url: str, add: str, sketch: bytes = b"") -> list[Any]:
+        # no bucket fields: no tables
+        return super().script_args(fp, url, add, sketch)[:FIXED_SCRIPT_ARGS]
 
-    def run_batch(self, entries: list[tuple[int, str, str]]) -> list[Any]:
+    def _confirmed(self, matches: list[Match], sketch: bytes) -> list[Match]:
+        """The candidates whose stored sketch confirms ``sketch`` (all without one)."""
+        if not sketch or not matches:
+            return matches
+        stored = self.client.hmget(self.sketches_key, [str(m.key) for m in matches])
+        return [m for m, other in zip(matches, stored) if other and len(other) == len(sketch) and confirms(other, sketch)]
+
+    def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
         results: list[Any] = []
-        for fp, url, add in entries:
+        for fp, url, add, sketch in entries:
             try:
-                results.append(self.query_and_add(fp, url, add=add))
+                results.append(self.query_and_add(fp, url, add=add, sketch=sketch))
             except (IndexFullError, IndexMismatchError, IndexMissingError) as exc:
                 results.append(exc)
         return results

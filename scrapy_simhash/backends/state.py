@@ -1,8 +1,10 @@
 """The crawler's persisted state: ``JOBDIR/simhash.seen``, read in one place.
 
 The file is a :class:`~scrapy_simhash.index.RecordLog` of ``(fingerprint,
-row, URL)`` records whose JSON header names its format and the fingerprint
-version. The memory backend appends to it during a crawl; it and the command
+row, payload)`` records whose JSON header names its format, the fingerprint
+version and the sketch size; a payload is the page's sketch
+(:data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS` bytes) followed by
+its URL (UTF-8). The memory backend appends to it during a crawl; it and the command
 line read it through :func:`read_state`, which refuses a file of another format
 or fingerprint version, so fingerprints of different versions are never compared.
 """
@@ -15,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature
 from scrapy_simhash.index import LogContents, RecordLog
 
 #: The state file's name inside JOBDIR.
@@ -32,7 +35,8 @@ class StateError(ValueError):
 
 
 class State(NamedTuple):
-    """A crawl's persisted pages: fingerprints (``uint64``) and their URLs (UTF-8)."""
+    """A crawl's persisted pages: fingerprints (``uint64``), and payloads of a
+    sketch (:data:`SKETCH_BINS` bytes) and a URL (UTF-8) each."""
 
     path: str
     fingerprints: np.ndarray
@@ -40,13 +44,34 @@ class State(NamedTuple):
     truncated: bool
 
     @property
+    def sketches(self) -> np.ndarray:
+        """The sketches, one ``uint8`` row a page."""
+        data = b"".join(bytes(p[:SKETCH_BINS]) for p in self.payloads)
+        return np.frombuffer(data, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+
+    @property
+    def url_bytes(self) -> list[bytes]:
+        return [bytes(p[SKETCH_BINS:]) for p in self.payloads]
+
+    @property
     def urls(self) -> list[str]:
-        return [bytes(p).decode("utf-8", "replace") for p in self.payloads]
+        return [bytes(p[SKETCH_BINS:]).decode("utf-8", "replace") for p in self.payloads]
+
+    def signatures(self) -> list[Signature]:
+        """Each page's :class:`~scrapy_simhash.Signature`, in order."""
+        return [
+            Signature(int(fp), bytes(p[:SKETCH_BINS]))
+            for fp, p in zip(self.fingerprints.tolist(), self.payloads)
+        ]
 
 
 def state_header() -> dict:
     """The header a new state file is written with."""
-    return {"format": STATE_FORMAT, "fingerprint_version": FINGERPRINT_VERSION}
+    return {
+        "format": STATE_FORMAT,
+        "fingerprint_version": FINGERPRINT_VERSION,
+        "sketch_bytes": SKETCH_BINS,
+    }
 
 
 def state_path(path: str | os.PathLike) -> str:
@@ -71,6 +96,20 @@ def check_state(path: str, contents: LogContents) -> State:
             path,
             f"{path} holds fingerprints of version {version}, this scrapy-simhash "
             f"computes version {FINGERPRINT_VERSION}: they cannot be compared; "
+            "delete the file or set SIMHASH_RESET=True to start empty",
+        )
+    sketch = header.get("sketch_bytes")
+    if sketch != SKETCH_BINS:
+        raise StateError(
+            path,
+            f"{path} holds sketches of {sketch} bytes, this scrapy-simhash uses "
+            f"{SKETCH_BINS}: delete the file or set SIMHASH_RESET=True to start empty",
+        )
+    short = next((row for row, p in enumerate(contents.payloads) if len(p) < SKETCH_BINS), None)
+    if short is not None:
+        raise StateError(
+            path,
+            f"{path}: record {short} is shorter than a sketch ({SKETCH_BINS} bytes); "
             "delete the file or set SIMHASH_RESET=True to start empty",
         )
     fingerprints = np.asarray(contents.fingerprints, dtype=np.uint64)

@@ -293,13 +293,19 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
     if len(fps) > 1:
         if progress:
             progress("clustering stored pages", force=True)
+        from scrapy_simhash.fingerprinting.signature import confirms
+
         index = build_index(fps, k, resolve_layout(k, len(fps)), progress)
+        sketches = np.concatenate([s.sketches for s in states])
         for a, b in index.pairs().tolist():
-            clusters.union(urls[a], urls[b])
+            # stored pages cluster when their sketches confirm it, as a crawl decides
+            if confirms(sketches[a].tobytes(), sketches[b].tobytes()):
+                clusters.union(urls[a], urls[b])
     groups = [g for g in clusters.groups() if len(g) > 1]
     sizes = Counter(len(g) for g in groups)
     rep.say(f"clusters: {len(groups):,} with {sum(map(len, groups)):,} pages"
-            f" (stored pages within {k} bits, and each near-duplicate with its original)")
+            f" (stored pages within {k} bits whose sketches confirm it, and each"
+            " near-duplicate with its original)")
     if sizes:
         rep.say("cluster sizes: " + ", ".join(f"{n:,} x {size} pages" for size, n in
                                               sorted(sizes.items())))

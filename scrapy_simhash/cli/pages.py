@@ -132,14 +132,14 @@ class Fingerprinted(NamedTuple):
     """A page's fingerprint and the two counts that explain it."""
 
     fingerprint: int | None
-    spots: int  #: distinct spot signatures: the count compared with min_features
-    features: int  #: every weighted feature (spots, title and heading words)
+    spots: int  #: distinct spot signatures and content features: compared with min_features
+    features: int  #: every feature (spots, title and heading words, content features)
     reason: str | None
 
 
 def fingerprint_page(page: Page, min_features: int, seed: int = 0) -> Fingerprinted:
     """Fingerprint one page, with both counts (the tree is parsed once)."""
-    from scrapy_simhash.fingerprinting import fingerprint_details, page_features, parse_html
+    from scrapy_simhash.fingerprinting import analyse_page, fingerprint_details, parse_html
 
     root = parse_html(page.html, page.encoding)
     if root is None:
@@ -147,8 +147,11 @@ def fingerprint_page(page: Page, min_features: int, seed: int = 0) -> Fingerprin
                                      encoding=page.encoding)
         return Fingerprinted(result.fingerprint, result.feature_count, 0, result.reason)
     result = fingerprint_details(root, min_features=min_features, seed=seed)
-    return Fingerprinted(result.fingerprint, result.feature_count, len(page_features(root)),
-                         result.reason)
+    analysed = analyse_page(root)
+    # every feature: the weighted words, and the content features (tables, code)
+    # that feature_count counts beside the distinct spots
+    features = len(analysed.features) + result.feature_count - analysed.spot_count
+    return Fingerprinted(result.fingerprint, result.feature_count, features, result.reason)
 
 
 def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
@@ -193,7 +196,8 @@ def add_commands(commands: Commands) -> None:
         "fingerprint HTML files, folders, JSON lines or WARC files",
         formats=f"input: {PAGES_HELP}\n\noutput: a '#' header line, then one line a page: "
                 "source, fingerprint (16 hex digits; '-' when the page has none), "
-                "spots_for_min_features (distinct spot signatures of the main text: the "
+                "spots_for_min_features (distinct spot signatures and content features of the "
+                "main text: the "
                 "count compared with --min-features; title and heading words not counted), "
                 "features (every weighted feature, as scrapy_simhash.features() returns), "
                 "note (why there is no fingerprint). This output is a fingerprint list: "

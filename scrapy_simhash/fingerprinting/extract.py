@@ -822,7 +822,8 @@ def _region(
     """The blocks ``[first, end)`` of the deepest block element holding at least
     :data:`REGION_SHARE` of the weight of the kept body text: the main content,
     without the template's leftovers around it (teasers, blurbs, link boxes)."""
-    body = [k and not b[1] for b, k in zip(blocks, keep)]
+    # Body text and preformatted blocks (code) weigh; headings do not.
+    body = [k and (not b[1] or b[1] == _CODE) for b, k in zip(blocks, keep)]
     weights = iter(weigh_blocks([b[0] for b, k in zip(blocks, body) if k]))
     cumulative = [0.0]
     total = 0.0

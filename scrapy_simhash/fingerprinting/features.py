@@ -18,6 +18,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import NamedTuple
 
+import numpy as np
+import xxhash
 from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText, extract
@@ -232,6 +234,29 @@ def _spot_counts(token_lists: list[list[str]]) -> list[int]:
     return counts
 
 
+#: A page whose body blocks have fewer spot signatures than this share of
+#: their tokens is not mostly prose (code listings, tables, reference lists):
+#: its main-content region is located by spots plus
+#: :data:`REGION_TOKEN_WEIGHT` per token, so that it is not the one line of
+#: prose among them. Prose pages are located by their spots alone.
+PROSE_PAGE_SPOT_SHARE = 0.1
+#: Weight of a token in locating the region of a page that is not mostly prose.
+REGION_TOKEN_WEIGHT = 0.1
+
+
+def _region_weights(token_lists: list[list[str]]) -> list[float]:
+    """Body blocks' weights for locating the main-content region: their spot
+    signatures, plus :data:`REGION_TOKEN_WEIGHT` per token on a page that is
+    not mostly prose (:data:`PROSE_PAGE_SPOT_SHARE`)."""
+    spots = _spot_counts(token_lists)
+    sizes = list(map(len, token_lists))
+    total = sum(spots)
+    if not total or total >= PROSE_PAGE_SPOT_SHARE * sum(sizes):
+        return spots
+    alpha = REGION_TOKEN_WEIGHT
+    return [count + alpha * size for count, size in zip(spots, sizes)]
+
+
 class PageFeatures(NamedTuple):
     """A page's main text and the weighted features the fingerprint is made of."""
 
@@ -280,16 +305,23 @@ def analyse_page(
     page: str | bytes | etree._Element, *, encoding: str | None = None
 ) -> PageFeatures:
     """A page's main text, located by spot weight (the region holding most
-    spots), and its weighted features, each block tokenized once."""
+    spots; on a page that is not mostly prose, tokens weigh too), and its
+    weighted features, each block tokenized once."""
+    return analyse_main_text(*_main_text(page, encoding))
+
+
+def _main_text(
+    page: str | bytes | etree._Element, encoding: str | None
+) -> tuple[MainText, dict[str, list[str]]]:
+    """The main text of :func:`analyse_page`, and its blocks' tokens."""
     tokens: dict[str, list[str]] = {}
 
-    def weigh_blocks(texts: list[str]) -> list[int]:
+    def weigh_blocks(texts: list[str]) -> list[float]:
         new = [text for text in texts if text not in tokens]
         tokens.update(zip(new, tokenize_many(new)))
-        return _spot_counts([tokens[text] for text in texts])
+        return _region_weights([tokens[text] for text in texts])
 
-    main = extract(page, encoding=encoding, weigh_blocks=weigh_blocks)
-    return analyse_main_text(main, tokens)
+    return extract(page, encoding=encoding, weigh_blocks=weigh_blocks), tokens
 
 
 def main_text_features(
@@ -309,3 +341,110 @@ def page_features(
 ) -> dict[str, float]:
     """Weighted features of a page (:func:`analyse_page`)."""
     return analyse_page(page, encoding=encoding).features
+
+
+# ----------------------------------------------------------------------------
+# Content features: what prose spots do not see (tables, code, lists).
+
+#: A block is prose, and gives spot signatures only, when at least this share
+#: of its tokens anchor a spot; other blocks (table cells, code lines, list
+#: items, definitions) and preformatted blocks give content features.
+PROSE_SPOT_SHARE = 0.15
+#: Consecutive tokens in a content feature.
+CONTENT_SHINGLE = 2
+#: Content features count only when the blocks that give them hold at least
+#: this share of the main text's tokens: on a prose page a byline, a caption or
+#: a date line would only make the fingerprint fragile.
+CONTENT_MIN_SHARE = 0.2
+
+# splitmix64's finalizer constants (a bijective mix of 64 bits).
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_STEP = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(30))
+    h = h * _MIX1
+    h = h ^ (h >> np.uint64(27))
+    h = h * _MIX2
+    return h ^ (h >> np.uint64(31))
+
+
+def token_hashes(tokens: Sequence[str], seed: int = 0) -> np.ndarray:
+    """xxh3_64 of each token (``uint64``), each distinct token hashed once."""
+    if not tokens:
+        return np.zeros(0, dtype=np.uint64)
+    digest = xxhash.xxh3_64_intdigest
+    table = {t: digest(t.encode("utf-8", "surrogatepass"), seed) for t in set(tokens)}
+    return np.fromiter(map(table.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def shingle_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
+    """One 64-bit hash per run of ``n`` consecutive token hashes (the whole
+    sequence when it is shorter), order-sensitive, vectorised."""
+    count = len(hashes) - n + 1
+    if count <= 0:
+        if not len(hashes):
+            return hashes
+        n, count = len(hashes), 1
+    out = hashes[:count].copy()
+    with np.errstate(over="ignore"):
+        for i in range(1, n):
+            out = _mix(out + _STEP) ^ hashes[i : i + count]
+        return _mix(out)
+
+
+def content_hashes(
+    main: MainText, tokens: Mapping[str, list[str]] | None = None, seed: int = 0
+) -> np.ndarray:
+    """Hashes of the content features of a page's main text: word
+    :data:`CONTENT_SHINGLE`-shingles within each block that is not prose
+    (fewer than :data:`PROSE_SPOT_SHARE` of its tokens anchor a spot) and
+    within each preformatted block. Tokens holding digits are left out, as in
+    spots (dates and counters do not move the fingerprint)."""
+    return _content(main, tokens, seed)[0]
+
+
+def _content(
+    main: MainText, tokens: Mapping[str, list[str]] | None, seed: int
+) -> tuple[np.ndarray, int]:
+    """:func:`content_hashes`, and the number of tokens of the main text's
+    blocks and preformatted blocks."""
+    known = tokens if tokens is not None else {}
+    missing = [text for text in (*main.blocks, *main.code) if text not in known]
+    if missing:
+        known = {**known, **dict(zip(missing, tokenize_many(missing)))}
+    lists = [known[block] for block in main.blocks]
+    share = PROSE_SPOT_SHARE
+    chosen = [t for t, c in zip(lists, _spot_counts(lists)) if t and c < share * len(t)]
+    code = [t for t in (known[block] for block in main.code) if t]
+    chosen += code
+    size = sum(map(len, lists)) + sum(map(len, code))
+    if sum(map(len, chosen)) < CONTENT_MIN_SHARE * size:
+        # A prose page's bylines, captions and dates: the spots speak for it.
+        return np.zeros(0, dtype=np.uint64), size
+    return _shingles_within(chosen, CONTENT_SHINGLE, seed), size
+
+
+def _shingles_within(token_lists: list[list[str]], n: int, seed: int) -> np.ndarray:
+    """``shingle_hashes`` of each (non-empty) token list, concatenated: all
+    lists hashed at once, the shingles that would cross from one list into
+    the next left out."""
+    if not token_lists:
+        return np.zeros(0, dtype=np.uint64)
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    hashes = token_hashes([t for tokens in token_lists for t in tokens], seed)
+    if n == 1:
+        return _mix(hashes)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    out = [shingle_hashes(hashes, n)]  # shingle i starts at token i
+    # Shingle i lies in one list when i + n <= the end of the list holding i.
+    owner = np.repeat(np.arange(len(lengths)), lengths)[: len(out[0])]
+    keep = np.arange(len(out[0])) + n <= ends[owner]
+    out[0] = out[0][keep]
+    short = lengths < n  # a list shorter than a shingle is one feature
+    for first, length in zip(starts[short], lengths[short]):
+        out.append(shingle_hashes(hashes[first : first + length], n))
+    return np.concatenate(out)

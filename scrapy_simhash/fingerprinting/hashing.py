@@ -1,8 +1,10 @@
 """64-bit simhash fingerprints of HTML pages (Charikar 2002; Manku et al. 2007).
 
-A page's main text (:mod:`scrapy_simhash.fingerprinting.extract`) becomes weighted spot
-signatures (:mod:`scrapy_simhash.fingerprinting.features`); each feature is hashed with
-xxh3_64 and the weighted bit votes are summed with numpy. Near-duplicate pages
+A page's main text (:mod:`scrapy_simhash.fingerprinting.extract`) becomes weighted
+features (:mod:`scrapy_simhash.fingerprinting.features`): spot signatures of its prose,
+the words of its title and headings, and word shingles of its other blocks (table cells,
+code, lists), digits left out; each feature is hashed with xxh3_64 and the weighted bit
+votes are summed with numpy. Near-duplicate pages
 get fingerprints a few bits apart. Everything here is deterministic across
 processes and platforms (no use of Python's ``hash()``).
 """
@@ -17,17 +19,34 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting.features import analyse_page, page_features
+from scrapy_simhash.fingerprinting.extract import MainText
+from scrapy_simhash.fingerprinting.features import (
+    _content,
+    _main_text,
+    analyse_main_text,
+    page_features,
+)
 
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever any fingerprint can change (persisted indexes record it).
 #: 3: elements nested more than ``extract.MAX_DEPTH`` levels deep are read as
 #: plain text (the only change from 2; no corpus page is that deep).
-FINGERPRINT_VERSION = 3
+#: 4: content features of tables, code and lists; the minimum number of
+#: features scales with the page; the region of a page that is not mostly
+#: prose is located by its tokens too; every page stores a sketch beside its
+#: fingerprint (:mod:`scrapy_simhash.fingerprinting.signature`).
+FINGERPRINT_VERSION = 4
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6
+#: A fingerprint needs at least one distinct feature per this many tokens of
+#: main text (the minimum scales with the page).
+TOKENS_PER_FEATURE = 100
+#: Weight of a content feature, however often it occurs: the cells and lines a
+#: table or listing repeats on every row ("EVEX", "static") are its template,
+#: those it holds once are its content. (A spot weighs its occurrences.)
+CONTENT_WEIGHT = 1.0
 
 _LE_U64 = np.dtype("<u8")
 
@@ -55,10 +74,16 @@ def simhash(
     for feature, weight in items:
         hashes.append(digest(feature.encode("utf-8", "surrogatepass"), seed))
         weights.append(weight)
-    if not hashes:
+    return simhash_hashes(np.array(hashes, dtype=_LE_U64), np.array(weights, dtype=np.float64))
+
+
+def simhash_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """The 64-bit simhash of features given as their ``uint64`` hashes and
+    weights (what :func:`simhash` computes once the features are hashed)."""
+    if not len(hashes):
         return 0
-    h = np.array(hashes, dtype=_LE_U64)
-    w = np.array(weights, dtype=np.float64)
+    h = np.ascontiguousarray(hashes, dtype=_LE_U64)
+    w = np.asarray(weights, dtype=np.float64)
     # bits[i, j] = bit j of hash i (little-endian bytes, little bit order).
     bits = np.unpackbits(h.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     ones = w @ bits  # weight voting for 1, per bit
@@ -87,15 +112,54 @@ def fingerprint_details(
 ) -> FingerprintResult:
     """:func:`fingerprint` with the feature count it was decided on, and the
     reason when there is no fingerprint. Never raises on page content."""
-    _, feats, count = analyse_page(page, encoding=encoding)
-    if count < min_features:
-        reason = (
-            "no main text"
-            if not count
-            else f"{count} spot signatures, fewer than min_features={min_features}"
-        )
+    return fingerprint_of(*_main_text(page, encoding), min_features=min_features, seed=seed)
+
+
+def fingerprint_of(
+    main: MainText,
+    tokens: Mapping[str, list[str]] | None = None,
+    *,
+    min_features: int = DEFAULT_MIN_FEATURES,
+    seed: int = 0,
+) -> FingerprintResult:
+    """The fingerprint of a page's main text (``tokens`` maps block texts
+    already tokenized to their tokens): spot signatures of its prose, title
+    and heading words, and content features of its other blocks (tables,
+    code, lists). None when it has fewer distinct spot signatures and content
+    features than ``min_features``, or than one per
+    :data:`TOKENS_PER_FEATURE` tokens of main text (a fingerprint resting on a
+    few features out of a long page is fragile)."""
+    _, feats, count = analyse_main_text(main, tokens)
+    content, size = _content(main, tokens, seed)
+    content = np.unique(content)
+    count += len(content)
+    needed = max(min_features, -(-size // TOKENS_PER_FEATURE))
+    if count < needed:
+        if not count:
+            reason = "no main text"
+        elif needed > min_features:
+            reason = (
+                f"{count} features for {size} tokens of main text, fewer than one per "
+                f"{TOKENS_PER_FEATURE}"
+            )
+        else:
+            reason = f"{count} features, fewer than min_features={min_features}"
         return FingerprintResult(None, count, reason)
-    return FingerprintResult(simhash(feats, seed=seed), count, None)
+    digest = xxhash.xxh3_64_intdigest
+    hashes = np.fromiter(
+        (digest(f.encode("utf-8", "surrogatepass"), seed) for f in feats),
+        dtype=_LE_U64,
+        count=len(feats),
+    )
+    weights = np.fromiter(feats.values(), dtype=np.float64, count=len(feats))
+    return FingerprintResult(
+        simhash_hashes(
+            np.concatenate([hashes, content]),
+            np.concatenate([weights, np.full(len(content), CONTENT_WEIGHT)]),
+        ),
+        count,
+        None,
+    )
 
 
 def fingerprint(

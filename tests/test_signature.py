@@ -1,0 +1,231 @@
+"""The drop decision: signatures (fingerprint + sketch) and is_duplicate."""
+
+from __future__ import annotations
+
+import importlib
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scrapy_simhash
+
+# The modules; ``signature`` is also the name of a re-exported function.
+SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
+FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
+
+LICENSE = (
+    "This file is part of the GNU ISO C++ Library. This library is free software; "
+    "you can redistribute it and/or modify it under the terms of the GNU General Public "
+    "License as published by the Free Software Foundation; either version 3, or (at your "
+    "option) any later version. This library is distributed in the hope that it will be "
+    "useful, but without any warranty; without even the implied warranty of "
+    "merchantability or fitness for a particular purpose."
+)
+
+
+def doxygen_source(name: str, names: list[str]) -> str:
+    """A Doxygen-like source listing: the shared license header, then code lines
+    (as Doxygen writes them: one ``div.line`` each, numbered, comments in spans)."""
+    header = "".join(
+        f'<div class="line"><span class="lineno">{n:>5}</span>'
+        f'<span class="comment">// {line}</span></div>'
+        for n, line in enumerate(LICENSE.split(". "), 1)
+    )
+    lines = "".join(
+        f'<div class="line"><span class="lineno">{n:>5}</span>'
+        f'<span class="keyword">using </span>std::{symbol};</div>'
+        for n, symbol in enumerate(names, 30)
+    )
+    return (
+        f"<html><head><title>libstdc++: {name} Source File</title></head><body>"
+        f'<div id="doc-content"><div class="header"><div class="title">{name}</div></div>'
+        f'<div class="contents"><div class="fragment">{header}{lines}</div></div></div>'
+        "</body></html>"
+    )
+
+
+INTRO = (
+    "<p>The instructions of this group are listed in the table below. Each entry gives "
+    "the mnemonic, the operands, the encoding and the number of cycles that the "
+    "instruction takes on the processor, as measured by the vendor for this manual.</p>"
+)
+
+
+def table_page(title: str, rows: list[tuple[str, str, str, str]]) -> str:
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return (
+        f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>{INTRO}"
+        f"<table><tr><th>Mnemonic</th><th>Operands</th><th>Encoding</th><th>Cycles</th></tr>"
+        f"{cells}</table></main></body></html>"
+    )
+
+
+def rows(seed: int, n: int = 40) -> list[tuple[str, str, str, str]]:
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return [
+        (
+            "v" + "".join(rng.choice(letters) for _ in range(5)),
+            f"{rng.choice(['xmm', 'ymm', 'zmm'])}{rng.randint(0, 31)}, m{rng.choice([32, 64, 128])}",
+            f"EVEX.{rng.randint(128, 512)}.66.0F38.W{rng.randint(0, 1)} {rng.randint(16, 255):02X} /r",
+            str(rng.randint(1, 30)),
+        )
+        for _ in range(n)
+    ]
+
+
+ARTICLE = (
+    "<h1>Night trains are back</h1>"
+    "<p>The railway company has announced that the night train between the two capitals "
+    "will run again from next spring, after a pause of several years. The decision was "
+    "taken by the board after a long debate with the ministry.</p>"
+    "<p>Passengers can book a couchette or a sleeper, and the trains will be hauled by "
+    "modern locomotives that were built for the purpose. The old carriages have been "
+    "rebuilt and are now more comfortable than they were.</p>"
+    "<p>A spokesperson said that the demand is high and that the company is considering "
+    "a second line to the coast, which would be the first new line in a decade.</p>"
+)
+
+
+def news_page(template: str, published: str) -> str:
+    return (
+        "<html><head><title>Night trains are back</title></head><body>"
+        f"<nav><a href='/'>Home</a> <a href='/t'>{template}</a></nav>"
+        f"<div class='ad-banner'><p>The best {template} deals are here, and they are cheap.</p></div>"
+        f"<main><article>{ARTICLE}<p class='byline'>Published {published}.</p></article></main>"
+        f"<footer><p>The copyright of {template} is held by the publisher.</p></footer>"
+        "</body></html>"
+    )
+
+
+def test_public_api():
+    sig = scrapy_simhash.signature(news_page("Rail News", "3 March 2024, 10:42"))
+    assert isinstance(sig, scrapy_simhash.Signature)
+    assert sig.fingerprint == scrapy_simhash.fingerprint(news_page("Rail News", "3 March 2024, 10:42"))
+    assert len(sig.sketch) == SG.SKETCH_BINS
+    assert scrapy_simhash.is_duplicate(sig, sig)
+    assert scrapy_simhash.signature("<p>too short</p>") is None
+
+
+def test_golden_sketch():
+    """These change only with FINGERPRINT_VERSION."""
+    assert FP.FINGERPRINT_VERSION == 4
+    sig = SG.signature(f"<html><body>{ARTICLE}</body></html>")
+    assert sig.fingerprint == 102081244392725615
+    assert sig.sketch.hex() == (
+        "a9ff007aa257a191512159cdc4476aa52b1cf141d77db5003400db9e00f06f00"
+        "0040f5ee63760700beff63b85af2a01ce29100b40f4a7e9c007245b48b00bdd1"
+    )
+
+
+def test_a_copy_in_another_template_still_matches():
+    a = SG.signature(news_page("Rail News", "3 March 2024, 10:42"))
+    b = SG.signature(news_page("Daily Courier", "4 March 2024, 08:15"))
+    assert SG.is_duplicate(a, b)
+
+
+def test_doxygen_source_pages_stay_apart():
+    """Source listings share their license header, their content is code."""
+    a = SG.signature(doxygen_source("stdlib.h", [
+        "abort", "atexit", "exit", "div_t", "ldiv_t", "abs", "atof", "atoi", "atol",
+        "bsearch", "calloc", "div", "free", "getenv", "labs", "ldiv", "malloc", "qsort",
+        "rand", "realloc", "srand", "strtod", "strtol", "strtoul", "system",
+    ]))
+    b = SG.signature(doxygen_source("math.h", [
+        "acos", "asin", "atan", "atan2", "ceil", "cos", "cosh", "exp", "fabs", "floor",
+        "fmod", "frexp", "ldexp", "log", "log10", "modf", "pow", "sin", "sinh", "sqrt",
+        "tan", "tanh", "fpclassify", "isfinite", "isinf",
+    ]))
+    assert a is not None and b is not None
+    assert not SG.is_duplicate(a, b)
+    assert not SG.is_duplicate(a, b, k=64)  # the sketches alone keep them apart
+    assert FP.hamming(a.fingerprint, b.fingerprint) > SG.DEFAULT_MAX_DISTANCE
+
+
+def test_table_pages_stay_apart():
+    """Pages sharing an introduction, differing in their tables."""
+    a = SG.signature(table_page("AVX-512 instructions", rows(1)))
+    b = SG.signature(table_page("AVX-512 instructions", rows(2)))
+    assert a is not None and b is not None
+    assert not SG.is_duplicate(a, b, k=64)
+    assert FP.hamming(a.fingerprint, b.fingerprint) > SG.DEFAULT_MAX_DISTANCE
+    # The same table with one cycle count changed is the same page.
+    changed = rows(1)
+    changed[5] = changed[5][:3] + ("99",)
+    assert SG.is_duplicate(a, SG.signature(table_page("AVX-512 instructions", changed)))
+
+
+def test_numbers_that_are_content_count():
+    """Dates do not move the fingerprint; a page's own numbers keep pages apart."""
+    page = (
+        "<html><head><title>Visual Studio {v}</title></head><body><main><h1>Visual Studio {v}</h1>"
+        "<p>Removed. This once generated Visual Studio {v} project files, but the generator "
+        "has been removed since CMake {r}. It is still possible to build with VS {v} tools "
+        "using the NMake Makefiles generator.</p></main></body></html>"
+    )
+    a = SG.signature(page.format(v="6", r="3.6"))
+    b = SG.signature(page.format(v="8 2005", r="3.12"))
+    assert a is not None and b is not None
+    assert a.fingerprint == b.fingerprint  # digits are left out of the fingerprint
+    assert not SG.is_duplicate(a, b)
+
+
+def brute_force(a: SG.Signature, b: SG.Signature, k: int) -> bool:
+    distance = sum((a.fingerprint >> i & 1) != (b.fingerprint >> i & 1) for i in range(64))
+    matches = sum(x == y != 0 for x, y in zip(a.sketch, b.sketch))
+    filled = sum(x != 0 or y != 0 for x, y in zip(a.sketch, b.sketch))
+    return distance <= k and filled > 0 and 64 * matches >= SG.CONFIRM * filled
+
+
+@st.composite
+def signature_pairs(draw):
+    fp = draw(st.integers(0, 2**64 - 1))
+    flips = draw(st.lists(st.integers(0, 63), max_size=8))
+    other = fp
+    for bit in flips:
+        other ^= 1 << bit
+    sketch = draw(st.binary(min_size=SG.SKETCH_BINS, max_size=SG.SKETCH_BINS))
+    changed = draw(st.sets(st.integers(0, SG.SKETCH_BINS - 1), max_size=SG.SKETCH_BINS))
+    values = draw(st.lists(st.integers(0, 255), min_size=SG.SKETCH_BINS, max_size=SG.SKETCH_BINS))
+    other_sketch = bytes(values[i] if i in changed else sketch[i] for i in range(SG.SKETCH_BINS))
+    return SG.Signature(fp, sketch), SG.Signature(other, other_sketch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(signature_pairs(), st.integers(0, 8))
+def test_is_duplicate_matches_brute_force(pair, k):
+    a, b = pair
+    assert SG.is_duplicate(a, b, k=k) == brute_force(a, b, k)
+    assert SG.is_duplicate(b, a, k=k) == SG.is_duplicate(a, b, k=k)
+    assert SG.is_duplicate(a, b) == brute_force(a, b, SG.DEFAULT_MAX_DISTANCE)
+
+
+def test_resemblance_estimates_jaccard():
+    """The sketch's agreement estimates the Jaccard resemblance of the shingle sets."""
+    rng = np.random.default_rng(0)
+    errors = []
+    for jaccard in (0.2, 0.5, 0.8, 0.95):
+        for _ in range(20):
+            n = 2000
+            shared = int(round(2 * n * jaccard / (1 + jaccard)))
+            common = rng.integers(0, 2**63, shared, dtype=np.uint64)
+            a = np.concatenate([common, rng.integers(0, 2**63, n - shared, dtype=np.uint64)])
+            b = np.concatenate([common, rng.integers(0, 2**63, n - shared, dtype=np.uint64)])
+            errors.append(SG.resemblance(SG.sketch_of_hashes(a), SG.sketch_of_hashes(b)) - jaccard)
+    errors = np.abs(errors)
+    assert np.median(errors) < 0.06 and errors.max() < 0.25
+
+
+def test_sketches_of_different_lengths_refused():
+    with pytest.raises(ValueError, match="cannot be compared"):
+        SG.agreement(b"\x01" * 64, b"\x01" * 32)
+
+
+def test_empty_sketches_never_confirm():
+    empty = SG.Signature(0, bytes(SG.SKETCH_BINS))
+    assert not SG.is_duplicate(empty, empty)
