@@ -5,11 +5,13 @@ fingerprints in a distributed file, each mapper builds tables for its chunk,
 reducers merge. Here Spark does that with the same pieces the crawler uses:
 
 * :func:`fingerprint_pages`: a DataFrame of pages (``url``, ``html``) to
-  ``url, fingerprint, feature_count`` through ``mapInPandas``, calling the very
-  :func:`~scrapy_simhash.fingerprint_details` of a crawl (same values).
-* :func:`near_duplicate_pairs`: every pair of distinct fingerprints within k
-  bits, exact. Identical fingerprints are collapsed first (boilerplate-identical
-  pages would make one huge bucket); each distinct fingerprint is keyed once per
+  ``url, fingerprint, sketch, feature_count`` through ``mapInPandas``, calling
+  the very :func:`~scrapy_simhash.signature` of a crawl (same values).
+* :func:`near_duplicate_pairs`: every pair of distinct signatures within k
+  bits whose sketches confirm it (the crawler's
+  :func:`~scrapy_simhash.is_duplicate`), exact. Identical signatures are
+  collapsed first (boilerplate-identical pages would make one huge bucket);
+  each distinct one is keyed once per
   table of a :class:`~scrapy_simhash.index.TableLayout` by the fingerprint bits
   of the table's leading ``p`` permuted positions, a self-join on (table, key)
   finds the candidates, ``bit_count(a ^ b) <= k`` keeps the true ones, and a
@@ -55,8 +57,9 @@ __all__ = [
 ]
 
 #: Largest number of tables the Spark join uses by default: each table adds one
-#: row per distinct fingerprint to the join's input.
-MAX_SPARK_TABLES = 20
+#: row per distinct fingerprint to the join's input (k = 6, the crawler's
+#: default with sketches, needs two-level layouts of a few dozen tables).
+MAX_SPARK_TABLES = 64
 #: Iterations of large-star/small-star after which the components are refused
 #: as not converging (each pair of steps at least halves what is left in practice).
 MAX_STAR_ROUNDS = 64
@@ -88,33 +91,36 @@ def from_unsigned(values: Any) -> np.ndarray:
 # -- pages -> fingerprints ----------------------------------------------------
 
 
-def _fingerprint_batches(
+def _signature_batches(
     batches: Iterator[pd.DataFrame], url_col: str, html_col: str, min_features: int
 ) -> Iterator[pd.DataFrame]:
     import pandas as pd
 
-    from scrapy_simhash.fingerprinting import fingerprint_details
+    from scrapy_simhash.fingerprinting.signature import signature_details
 
     for batch in batches:
         fps = np.zeros(len(batch), dtype=np.uint64)
         counts = np.zeros(len(batch), dtype=np.int32)
         has = np.zeros(len(batch), dtype=bool)
+        sketches: list[bytes | None] = [None] * len(batch)
         encodings = batch["encoding"] if "encoding" in batch else None
         for i, html in enumerate(batch[html_col]):
             encoding = None if encodings is None else encodings.iat[i]
-            result = fingerprint_details(
+            signature, details = signature_details(
                 html if html is not None else b"",
                 min_features=min_features,
                 encoding=encoding if isinstance(encoding, str) and encoding else None,
             )
-            counts[i] = result.feature_count
-            if result.fingerprint is not None:
-                fps[i] = result.fingerprint
+            counts[i] = details.feature_count
+            if signature is not None:
+                fps[i] = signature.fingerprint
+                sketches[i] = signature.sketch
                 has[i] = True
         yield pd.DataFrame(
             {
                 "url": batch[url_col].to_numpy(),
                 "fingerprint": pd.Series(from_unsigned(fps), dtype="Int64").mask(~has),
+                "sketch": sketches,
                 "feature_count": counts,
             }
         )
@@ -127,20 +133,21 @@ def fingerprint_pages(
     html_col: str = "html",
     min_features: int | None = None,
 ) -> DataFrame:
-    """``url, fingerprint, feature_count`` for a DataFrame of pages.
+    """``url, fingerprint, sketch, feature_count`` for a DataFrame of pages: the
+    :func:`~scrapy_simhash.signature` a crawl stores for each.
 
     ``html`` may be a string or binary column (bytes are decoded as a crawl
     decodes them; an optional ``encoding`` column names a page's HTTP charset).
-    ``fingerprint`` is null for a page with too few features, exactly where
-    the crawler would not fingerprint it.
+    ``fingerprint`` and ``sketch`` are null for a page with too few features,
+    exactly where the crawler would not fingerprint it.
     """
     from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 
     minimum = DEFAULT_MIN_FEATURES if min_features is None else int(min_features)
     columns = [url_col, html_col] + (["encoding"] if "encoding" in pages.columns else [])
-    schema = "url string, fingerprint bigint, feature_count int"
+    schema = "url string, fingerprint bigint, sketch binary, feature_count int"
     return pages.select(*columns).mapInPandas(
-        lambda batches: _fingerprint_batches(batches, url_col, html_col, minimum), schema
+        lambda batches: _signature_batches(batches, url_col, html_col, minimum), schema
     )
 
 
@@ -202,33 +209,60 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def near_duplicate_pairs(
-    fingerprints: DataFrame,
-    k: int = 3,
-    *,
-    layout: TableLayout | str | None = None,
-    fingerprint_col: str = "fingerprint",
-) -> DataFrame:
-    """Every pair of *distinct* fingerprints within ``k`` bits, once:
-    ``a, b, distance`` with ``a < b`` as signed 64-bit values.
+def default_distance(pages: DataFrame) -> int:
+    """k when none is given: the crawler's (candidates confirmed by sketches), or
+    3 for bare fingerprints, which nothing confirms."""
+    from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE
 
-    Identical fingerprints are one node here (see :func:`clusters` for pages);
-    nulls are ignored. Exact: a pair within k bits differs in at most k blocks,
-    so it shares every key bit of at least one table.
-    """
+    return DEFAULT_MAX_DISTANCE if "sketch" in pages.columns else 3
+
+
+def _nodes(pages: DataFrame) -> DataFrame:
+    """``node, fp[, sketch]``: one node per distinct signature (fingerprint and
+    sketch; the fingerprint alone without a sketch column). Pages with the same
+    fingerprint but different sketches are different pages, different nodes."""
     F = _functions()
-    distinct = (
-        fingerprints.select(F.col(fingerprint_col).alias("fp"))
-        .where(F.col("fp").isNotNull())
-        .distinct()
-    )
+    pages = pages.where(F.col("fingerprint").isNotNull())
+    if "sketch" not in pages.columns:
+        return pages.select(F.col("fingerprint").alias("fp")).distinct().withColumn(
+            "node", F.col("fp"))
+    distinct = pages.select(F.col("fingerprint").alias("fp"), "sketch").distinct()
+    # ids fixed once: monotonically_increasing_id would change if recomputed
+    return distinct.withColumn("node", F.monotonically_increasing_id()).localCheckpoint()
+
+
+def _confirmed_column(a: Any, b: Any) -> Any:
+    """A boolean column: sketches ``a`` and ``b`` confirm the candidate
+    (:func:`~scrapy_simhash.fingerprinting.signature.confirms_many`, the crawler's rule)."""
+    F = _functions()
+
+    import pandas as pd
+
+    def confirmed(x, y):
+        from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, confirms_many
+
+        left = np.frombuffer(b"".join(x), dtype=np.uint8).reshape(-1, SKETCH_BINS)
+        right = np.frombuffer(b"".join(y), dtype=np.uint8).reshape(-1, SKETCH_BINS)
+        return pd.Series(confirms_many(left, right))
+
+    # real classes, not this module's postponed (string) annotations, for Spark
+    confirmed.__annotations__ = {"x": pd.Series, "y": pd.Series, "return": pd.Series}
+    confirmed = F.pandas_udf(confirmed, "boolean")
+    return confirmed(a, b)
+
+
+def _node_pairs(nodes: DataFrame, k: int, layout: TableLayout | str | None) -> DataFrame:
+    """``u, v, distance``: every pair of nodes whose fingerprints are within k
+    bits (and whose sketches confirm it, when there are sketches), once."""
+    F = _functions()
     if layout is None or TableLayout.is_auto(layout):
-        layout = spark_layout(k, max(1, distinct.count()))
+        layout = spark_layout(k, max(1, nodes.count()))
     else:
         layout = TableLayout.resolve(layout, k, 1)
     masks = [_signed(m) for m in table_masks(layout)]
-    keyed = distinct.select(
-        "fp",
+    extra = ["sketch"] if "sketch" in nodes.columns else []
+    keyed = nodes.select(
+        "node", "fp", *extra,
         F.posexplode(F.array(*[F.col("fp").bitwiseAND(F.lit(m)) for m in masks])).alias(
             "t", "key"
         ),
@@ -236,38 +270,78 @@ def near_duplicate_pairs(
     a, b = keyed.alias("a"), keyed.alias("b")
     joined = a.join(
         b, (F.col("a.t") == F.col("b.t")) & (F.col("a.key") == F.col("b.key"))
-    ).where(F.col("a.fp") < F.col("b.fp"))
+    ).where(F.col("a.node") < F.col("b.node"))
     x = F.col("a.fp").bitwiseXOR(F.col("b.fp"))
-    first = F.array_position(
-        F.array(*[x.bitwiseAND(F.lit(m)) == 0 for m in masks]), True
-    )
-    return joined.select(
-        F.col("a.fp").alias("a"),
-        F.col("b.fp").alias("b"),
+    first = F.array_position(F.array(*[x.bitwiseAND(F.lit(m)) == 0 for m in masks]), True)
+    pairs = joined.where(
+        (F.bit_count(x) <= k) & (F.col("a.t") + 1 == first)
+    ).select(
+        F.col("a.node").alias("u"),
+        F.col("b.node").alias("v"),
         F.bit_count(x).cast("int").alias("distance"),
-        (F.col("a.t") + 1).alias("t1"),
-        first.alias("first"),
-    ).where((F.col("distance") <= k) & (F.col("t1") == F.col("first"))).drop("t1", "first")
+        *[F.col(f"{side}.sketch").alias(f"{side}_sketch") for side in "ab" if extra],
+    )
+    if extra:
+        pairs = pairs.where(_confirmed_column(F.col("a_sketch"), F.col("b_sketch"))).drop(
+            "a_sketch", "b_sketch")
+    return pairs
 
 
-def page_pairs(pages: DataFrame, k: int = 3, *, layout: TableLayout | str | None = None
-               ) -> DataFrame:
-    """``url_a, url_b, distance`` for pages with ``url`` and ``fingerprint``: each
-    pair of distinct fingerprints within k once, between the smallest URL holding
-    each, plus every page whose fingerprint another page shares joined to the
-    smallest such URL (distance 0). Its connected components are those of all
-    page pairs, without the quadratic blow-up of boilerplate-identical pages."""
+def near_duplicate_pairs(
+    fingerprints: DataFrame,
+    k: int | None = None,
+    *,
+    layout: TableLayout | str | None = None,
+) -> DataFrame:
+    """Every pair of *distinct* signatures within ``k`` bits, once: ``a, b,
+    distance`` (fingerprints as signed 64-bit values, ``a <= b``), confirmed by
+    the sketches when the DataFrame has a ``sketch`` column, as in a crawl.
+
+    Pages with the same signature are one node here (see :func:`page_pairs`);
+    nulls are ignored. Exact: a pair within k bits differs in at most k blocks,
+    so it shares every key bit of at least one table.
+    """
     F = _functions()
-    pages = pages.select("url", "fingerprint").where(F.col("fingerprint").isNotNull())
-    rep = pages.groupBy("fingerprint").agg(F.min("url").alias("rep"))
-    pairs = near_duplicate_pairs(pages, k, layout=layout)
+    k = default_distance(fingerprints) if k is None else k
+    nodes = _nodes(fingerprints)
+    pairs = _node_pairs(nodes, k, layout)
+    ends = nodes.select("node", "fp")
+    return (
+        pairs.join(ends.withColumnRenamed("node", "u").withColumnRenamed("fp", "fa"), "u")
+        .join(ends.withColumnRenamed("node", "v").withColumnRenamed("fp", "fb"), "v")
+        .select(F.least("fa", "fb").alias("a"), F.greatest("fa", "fb").alias("b"), "distance")
+    )
+
+
+def _page_nodes(pages: DataFrame, nodes: DataFrame) -> DataFrame:
+    """``url, fingerprint[, sketch], node`` for the fingerprinted pages."""
+    F = _functions()
+    on = ["fingerprint"] + (["sketch"] if "sketch" in nodes.columns else [])
+    return pages.where(F.col("fingerprint").isNotNull()).join(
+        nodes.withColumnRenamed("fp", "fingerprint"), on)
+
+
+def page_pairs(pages: DataFrame, k: int | None = None, *,
+               layout: TableLayout | str | None = None) -> DataFrame:
+    """``url_a, url_b, distance`` for pages with ``url`` and ``fingerprint`` (and
+    ``sketch``): each pair of distinct signatures within k (confirmed) once,
+    between the smallest URL holding each, plus every page whose signature
+    another page shares joined to the smallest such URL (distance 0). Its
+    connected components are those of all page pairs, without the quadratic
+    blow-up of boilerplate-identical pages."""
+    F = _functions()
+    k = default_distance(pages) if k is None else k
+    nodes = _nodes(pages)
+    members = _page_nodes(pages, nodes)
+    rep = members.groupBy("node").agg(F.min("url").alias("rep"))
+    pairs = _node_pairs(nodes, k, layout)
     between = (
-        pairs.join(rep.withColumnRenamed("fingerprint", "a").withColumnRenamed("rep", "url_a"), "a")
-        .join(rep.withColumnRenamed("fingerprint", "b").withColumnRenamed("rep", "url_b"), "b")
+        pairs.join(rep.withColumnRenamed("node", "u").withColumnRenamed("rep", "url_a"), "u")
+        .join(rep.withColumnRenamed("node", "v").withColumnRenamed("rep", "url_b"), "v")
         .select("url_a", "url_b", "distance")
     )
     star = (
-        pages.join(rep, "fingerprint")
+        members.join(rep, "node")
         .where(F.col("url") != F.col("rep"))
         .select(F.col("rep").alias("url_a"), F.col("url").alias("url_b"),
                 F.lit(0).alias("distance"))
@@ -375,73 +449,78 @@ def components(pairs: DataFrame) -> DataFrame:
 
 
 def _greedy_keep(batches: Iterator[pd.DataFrame], k: int) -> Iterator[pd.DataFrame]:
-    """Per component, pages in URL order: a page is kept unless within k bits of
-    a page already kept in its component (the crawler's rule), so every dropped
-    page has a kept near-duplicate. Rows arrive sorted by (cluster_id, url); a
-    component may span Arrow batches, so the kept pages carry over."""
+    """Per component, pages in URL order: a page is kept unless it is a
+    near-duplicate (:func:`~scrapy_simhash.is_duplicate`, or within k bits
+    without sketches) of a page already kept in its component, the crawler's
+    rule, so every dropped page has a kept near-duplicate. Rows arrive sorted by
+    (cluster_id, url); a component may span Arrow batches, so the kept pages
+    carry over."""
+    from scrapy_simhash.fingerprinting.signature import confirms
+
     current = None
-    kept_fps: list[int] = []
-    kept_urls: list[str] = []
+    kept: list[tuple[int, bytes | None, str]] = []
     for batch in batches:
         n = len(batch)
         keep = np.zeros(n, dtype=bool)
         duplicate_of: list[str | None] = [None] * n
         fps = to_unsigned(batch["fingerprint"].to_numpy(dtype=np.int64)).tolist()
-        for i, (cluster, url, fp) in enumerate(zip(batch["cluster_id"], batch["url"], fps)):
+        sketches = batch["sketch"].tolist() if "sketch" in batch else [None] * n
+        rows = zip(batch["cluster_id"], batch["url"], fps, sketches)
+        for i, (cluster, url, fp, sketch) in enumerate(rows):
             if cluster != current:
-                current, kept_fps, kept_urls = cluster, [], []
-            for kept_fp, kept_url in zip(kept_fps, kept_urls):
-                if (kept_fp ^ fp).bit_count() <= k:
+                current, kept = cluster, []
+            for kept_fp, kept_sketch, kept_url in kept:
+                if (kept_fp ^ fp).bit_count() <= k and (
+                        sketch is None or confirms(kept_sketch, sketch)):
                     duplicate_of[i] = kept_url
                     break
             else:
                 keep[i] = True
-                kept_fps.append(fp)
-                kept_urls.append(url)
-        yield batch.assign(keep=keep, duplicate_of=duplicate_of)
+                kept.append((fp, sketch, url))
+        yield batch.drop(columns=["sketch"], errors="ignore").assign(
+            keep=keep, duplicate_of=duplicate_of)
 
 
-def clusters(pages: DataFrame, k: int = 3, *, layout: TableLayout | str | None = None) -> DataFrame:
+def clusters(pages: DataFrame, k: int | None = None, *,
+             layout: TableLayout | str | None = None) -> DataFrame:
     """``url, fingerprint, cluster_id, keep, duplicate_of`` for every page of a
     DataFrame with ``url`` and ``fingerprint`` (signed 64-bit; null: not
-    fingerprinted, always kept).
+    fingerprinted, always kept), and ``sketch`` when the drops are to be
+    confirmed as in a crawl (:func:`fingerprint_pages` gives both).
 
-    ``cluster_id`` is the smallest fingerprint (signed) of the page's component of
-    the within-k graph, null for a page near no other; ``keep`` is the keep list
-    (see the module docstring), ``duplicate_of`` the kept page a dropped one is
-    within k bits of. Join it back to your pages on ``url``.
+    ``cluster_id`` is the page's component of the near-duplicate graph (null
+    for a page near no other); ``keep`` is the keep list (see the module
+    docstring), ``duplicate_of`` the kept page a dropped one duplicates. Join it
+    back to your pages on ``url``.
     """
     F = _functions()
-    pages = pages.select("url", "fingerprint")
-    pairs = near_duplicate_pairs(pages, k, layout=layout).select(
-        F.col("a").alias("u"), F.col("b").alias("v")
-    )
-    nodes = components(pairs)
-    counted = pages.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").count()
-    # identical fingerprints shared by several pages form a component of their own
-    alone = counted.where(F.col("count") > 1).select(
-        F.col("fingerprint").alias("node"), F.col("fingerprint").alias("component")
-    )
-    members = nodes.unionByName(alone.join(nodes, "node", "left_anti"))
-    labelled = pages.join(
-        members.withColumnRenamed("node", "fingerprint"), "fingerprint", "left"
-    ).withColumnRenamed("component", "cluster_id")
-    grouped = labelled.where(F.col("cluster_id").isNotNull())
+    k = default_distance(pages) if k is None else k
+    has_sketch = "sketch" in pages.columns
+    pages = pages.select("url", "fingerprint", *(["sketch"] if has_sketch else []))
+    nodes = _nodes(pages)
+    members = _page_nodes(pages, nodes)
+    labels = components(_node_pairs(nodes, k, layout))
+    # a signature shared by several pages is a component of its own
+    shared = members.groupBy("node").count().where(F.col("count") > 1).select(
+        "node", F.col("node").alias("component"))
+    labels = labels.unionByName(shared.join(labels, "node", "left_anti"))
+    labelled = members.join(labels, "node", "left").withColumnRenamed("component", "cluster_id")
+    columns = ["url", "fingerprint", *(["sketch"] if has_sketch else []), "cluster_id"]
     schema = "url string, fingerprint bigint, cluster_id bigint, keep boolean, duplicate_of string"
     decided = (
-        grouped.repartition("cluster_id")
+        labelled.where(F.col("cluster_id").isNotNull())
+        .repartition("cluster_id")
         .sortWithinPartitions("cluster_id", "url")
-        .select("url", "fingerprint", "cluster_id")
+        .select(*columns)
         .mapInPandas(lambda batches: _greedy_keep(batches, k), schema)
     )
     single = labelled.where(F.col("cluster_id").isNull()).select(
-        "url",
-        "fingerprint",
-        "cluster_id",
-        F.lit(True).alias("keep"),
-        F.lit(None).cast("string").alias("duplicate_of"),
-    )
-    return decided.unionByName(single)
+        "url", "fingerprint", "cluster_id", F.lit(True).alias("keep"),
+        F.lit(None).cast("string").alias("duplicate_of"))
+    unfingerprinted = pages.where(F.col("fingerprint").isNull()).select(
+        "url", "fingerprint", F.lit(None).cast("bigint").alias("cluster_id"),
+        F.lit(True).alias("keep"), F.lit(None).cast("string").alias("duplicate_of"))
+    return decided.unionByName(single).unionByName(unfingerprinted)
 
 
 def default_partitions(n: int) -> int:

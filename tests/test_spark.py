@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scrapy_simhash.fingerprinting import fingerprint_details
+from scrapy_simhash.fingerprinting import Signature, fingerprint_details, is_duplicate
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, signature_details
 from scrapy_simhash.index import SimhashIndex
 from tests.fixtures_http import article_html
 
@@ -136,6 +137,42 @@ def test_clusters_components_and_keep_list(spark):
     assert ends["keep"].all()
 
 
+def test_pairs_are_confirmed_by_sketches_as_in_a_crawl(spark):
+    """With sketches, a pair is one the crawler's is_duplicate accepts: same
+    fingerprint and other sketches is two pages; brute force over every pair."""
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    fps = near_copies(800, 6, seed=11)
+    base = rng.integers(1, 256, size=(len(fps) // 2, SKETCH_BINS), dtype=np.uint8)
+    copies = base.copy()
+    agree = rng.random(len(base)) < 0.5  # half the copies keep the sketch (a copy)
+    copies[~agree] = rng.integers(1, 256, size=(int((~agree).sum()), SKETCH_BINS),
+                                  dtype=np.uint8)
+    sketches = np.concatenate([base, copies])
+    sketches[: len(fps) // 40] = rng.integers(1, 256, size=(len(fps) // 40, SKETCH_BINS),
+                                             dtype=np.uint8)  # one fingerprint, many pages
+    rows = pd.DataFrame({"url": [f"u{i}" for i in range(len(fps))],
+                         "fingerprint": S.from_unsigned(fps),
+                         "sketch": [bytes(x) for x in sketches]})
+    got = S.near_duplicate_pairs(spark.createDataFrame(rows), 6).toPandas()
+    nodes = {(int(f), bytes(x)) for f, x in zip(fps.tolist(), sketches)}
+    nodes = sorted(nodes)
+    want = set()
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            if is_duplicate(Signature(*a), Signature(*b), k=6):
+                want.add((min(a[0], b[0]), max(a[0], b[0])))
+    assert len(want) > 100
+    assert as_pairs(got) == want and len(got) == len(want)
+    keep = S.clusters(spark.createDataFrame(rows), 6).toPandas()
+    by_url = {u: (int(f), bytes(x)) for u, f, x in zip(rows["url"], fps.tolist(), sketches)}
+    assert len(keep) == len(rows)
+    for _, row in keep[~keep["keep"]].iterrows():
+        assert is_duplicate(Signature(*by_url[row["url"]]),
+                            Signature(*by_url[row["duplicate_of"]]), k=6)
+
+
 def test_fingerprints_equal_the_crawlers(spark):
     import pandas as pd
 
@@ -146,7 +183,7 @@ def test_fingerprints_equal_the_crawlers(spark):
 
     fps = S.fingerprint_pages(spark.createDataFrame(rows))
     # through hex strings: toPandas turns a nullable bigint column into floats
-    got = fps.select("url", S.hex_column(F.col("fingerprint")).alias("hex"),
+    got = fps.select("url", S.hex_column(F.col("fingerprint")).alias("hex"), "sketch",
                      "feature_count").toPandas().set_index("url")
     assert got["hex"].notna().sum() >= 55
     for url, page in zip(rows["url"], pages):
@@ -155,6 +192,11 @@ def test_fingerprints_equal_the_crawlers(spark):
         value = None if pd.isna(value) else value
         assert value == (None if want.fingerprint is None else f"{want.fingerprint:016x}")
         assert got.loc[url, "feature_count"] == want.feature_count
+        signature, _ = signature_details(page)
+        sketch = got.loc[url, "sketch"]
+        assert (None if signature is None else signature.sketch) == (
+            None if sketch is None or (not isinstance(sketch, bytes) and pd.isna(sketch))
+            else bytes(sketch))
 
 
 def test_fingerprint_strings_round_trip(spark):

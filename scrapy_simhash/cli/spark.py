@@ -20,7 +20,8 @@ from typing import Any
 FORMATS = (
     "input: Parquet (a file or a folder of files) with columns url and fingerprint "
     "(bigint holding the unsigned 64 bits, or a string of 16 hex digits or a decimal "
-    "number), or url and html (pages, string or binary, fingerprinted as a crawl "
+    "number) and optionally sketch (binary, the 64-byte second signature that confirms a "
+    "drop; without it nothing is confirmed), or url and html (pages, string or binary, fingerprinted as a crawl "
     "would); with --warc, WARC files or folders of them (their HTML response records)."
     "\n\n"
     "output: spark-pairs writes a Parquet folder of url_a, url_b, distance: each pair of "
@@ -53,7 +54,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="+", help="Parquet input, or WARC files/folders with --warc")
     parser.add_argument("output", help="Parquet folder to write (replaced if it exists)")
     parser.add_argument("--warc", action="store_true", help="the inputs are WARC files or folders")
-    parser.add_argument("-k", "--distance", type=int, default=3, help="bits (default 3)")
+    parser.add_argument("-k", "--distance", type=int, default=None,
+                        help="bits (default: the crawler's k, 6, when the input has sketches "
+                             "or pages; 3 for bare fingerprints, which nothing confirms)")
     parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, "
                         "else local[*])")
     parser.add_argument("--partitions", type=int, default=None,
@@ -83,25 +86,32 @@ def session(master: str | None = None) -> Any:
 
 
 def load_fingerprints(spark: Any, paths: Sequence[str], warc: bool) -> Any:
-    """``url, fingerprint`` (signed bigint) from any accepted input."""
+    """``url, fingerprint`` (signed bigint) and ``sketch`` where the input has or
+    makes one, from any accepted input."""
     from pyspark.sql import functions as F
 
     from scrapy_simhash import spark as S
 
     if warc:
-        return S.fingerprint_pages(S.read_warc(spark, paths)).select("url", "fingerprint")
+        return S.fingerprint_pages(S.read_warc(spark, paths)).select(
+            "url", "fingerprint", "sketch")
     frame = spark.read.parquet(*paths)
     columns = set(frame.columns)
     if {"url", "fingerprint"} <= columns:
         fp = frame.schema["fingerprint"].dataType.simpleString()
+        sketch = ["sketch"] if "sketch" in columns else []
+        if not sketch:
+            print("scrapy-simhash: no sketch column: near-duplicates are not confirmed by a "
+                  "second signature (give pages, or fingerprint_pages' output, to confirm "
+                  "them as a crawl does)", file=sys.stderr)
         if fp == "bigint":
-            return frame.select("url", "fingerprint")
+            return frame.select("url", "fingerprint", *sketch)
         if fp == "string":
-            return frame.select("url", S.parse_fingerprint_column(F.col("fingerprint")))
+            return frame.select("url", S.parse_fingerprint_column(F.col("fingerprint")), *sketch)
         raise SystemExit(f"scrapy-simhash: fingerprint column of type {fp}: expected bigint "
                          "or string (hex or decimal)")
     if {"url", "html"} <= columns:
-        return S.fingerprint_pages(frame).select("url", "fingerprint")
+        return S.fingerprint_pages(frame).select("url", "fingerprint", "sketch")
     raise SystemExit(
         f"scrapy-simhash: {', '.join(paths)}: expected columns url and fingerprint, or url "
         f"and html; found {', '.join(sorted(columns))}"

@@ -127,6 +127,16 @@ def confirms(a: bytes, b: bytes) -> bool:
     return filled > 0 and matches * 64 >= CONFIRM * filled
 
 
+def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`confirms` for many pairs at once: ``a`` and ``b`` are ``(n,
+    SKETCH_BINS)`` ``uint8`` arrays of sketches; the same integer rule."""
+    a = np.asarray(a, dtype=np.uint8)
+    b = np.asarray(b, dtype=np.uint8)
+    matches = np.count_nonzero((a == b) & (a != 0), axis=1)
+    filled = np.count_nonzero((a != 0) | (b != 0), axis=1)
+    return (filled > 0) & (matches * 64 >= CONFIRM * filled)
+
+
 def is_duplicate(a: Signature, b: Signature, *, k: int | None = None) -> bool:
     """The drop decision between two pages' signatures: fingerprints within
     ``k`` bits (default :data:`DEFAULT_MAX_DISTANCE`, as
