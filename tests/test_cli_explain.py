@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from scrapy_simhash import features, fingerprint
+from scrapy_simhash import features, fingerprint, is_duplicate, signature
 from scrapy_simhash.fingerprinting import fingerprint_details
+from scrapy_simhash.fingerprinting.signature import agreement
 from tests.fixtures_http import article_html
 from tests.test_cli import make_state, run, table
 
@@ -35,10 +36,17 @@ def test_a_pair_that_matches(pages):
     assert 1 <= distance <= 3
     data = explain(pages / "a.html", pages / "a-edited.html", "--top", 1000)
     assert data["a"]["fingerprint"] == f"{fa:016x}" and data["b"]["fingerprint"] == f"{fb:016x}"
-    assert data["checks"] == [{"name": "simhash", "a": f"{fa:016x}", "b": f"{fb:016x}",
-                               "distance": distance, "limit": 3, "match": True,
-                               "reason": f"{distance} bits apart, within k=3"}]
-    assert data["near_duplicates"] is True
+    assert data["checks"][0] == {"name": "simhash", "a": f"{fa:016x}", "b": f"{fb:016x}",
+                                 "distance": distance, "limit": 6, "match": True,
+                                 "reason": f"{distance} bits apart, within k=6"}
+    # the second signature, as the crawl's is_duplicate compares it
+    sa, sb = signature(a), signature(b)
+    matches, filled = agreement(sa.sketch, sb.sketch)
+    sketch_check = data["checks"][1]
+    assert sketch_check["name"] == "sketch" and sketch_check["match"] is True
+    assert f"{matches} of {filled} filled bins agree" in sketch_check["reason"]
+    assert data["a"]["sketch"] == sa.sketch.hex()
+    assert data["near_duplicates"] is is_duplicate(sa, sb) is True
     assert data["verdict"].startswith("near-duplicates")
     # the features are the library's, with their weights
     wa, wb = features(a), features(b)
@@ -50,7 +58,7 @@ def test_a_pair_that_matches(pages):
     assert 0 < data["a"]["feature_chars"] <= data["a"]["text_chars"]
 
     text = run("explain", pages / "a.html", pages / "a-edited.html", check=0).stdout
-    assert f"{distance} bits apart, within k=3" in text
+    assert f"{distance} bits apart, within k=6" in text
     assert "verdict: near-duplicates" in text
     assert "of the page's" in text and "characters of visible text" in text
     # a smaller k turns the verdict
@@ -62,10 +70,11 @@ def test_a_pair_that_does_not_match(pages):
     data = explain(pages / "a.html", pages / "b.html")
     d = data["checks"][0]["distance"]
     assert d == (fingerprint((pages / "a.html").read_text())
-                 ^ fingerprint((pages / "b.html").read_text())).bit_count() > 3
+                 ^ fingerprint((pages / "b.html").read_text())).bit_count() > 6
     assert data["near_duplicates"] is False
-    assert data["verdict"] == f"not near-duplicates: simhash {d} bits apart, more than k=3. " \
-                              "Both are kept."
+    assert data["verdict"].startswith(
+        f"not near-duplicates: simhash {d} bits apart, more than k=6; sketch ")
+    assert data["verdict"].endswith("Both are kept.")
 
 
 def test_a_page_without_a_fingerprint(pages):
@@ -80,12 +89,12 @@ def test_urls_of_a_crawl_state_and_pages_in_json_lines(pages, tmp_path):
     jobdir = tmp_path / "job"
     jobdir.mkdir()
     make_state(jobdir / "simhash.seen", [fingerprint(a), fingerprint(b)],
-               ["http://x/a", "http://x/a-edited"])
+               ["http://x/a", "http://x/a-edited"], [signature(a).sketch, signature(b).sketch])
     data = explain("http://x/a", "http://x/a-edited", "--state", jobdir)
     assert data["near_duplicates"] is True and "features" not in data
     assert data["a"]["features"] is None  # a state keeps no page
     text = run("explain", "http://x/a", "http://x/a-edited", "--state", jobdir, check=0).stdout
-    assert "keeps fingerprints and URLs only" in text
+    assert "keeps fingerprints, sketches and URLs only" in text
 
     lines = tmp_path / "pages.jsonl"
     lines.write_text(json.dumps({"url": "http://x/a", "html": a}) + "\n"

@@ -1,10 +1,10 @@
 """``explain A B``: why two pages match or not.
 
 Each side is a page (an HTML file, or a page of ``--pages``: JSON lines, WARC,
-folders) or a URL of a crawl's state (``--state JOBDIR``: its fingerprint only,
+folders) or a URL of a crawl's state (``--state JOBDIR``: its fingerprint and sketch,
 as a state keeps no page). The verdict is made of :class:`Check` s, one per
-signature the drop decision uses; today the simhash alone, so a second
-signature (issue 12) is one more call in :func:`checks`.
+signature the drop decision uses: the fingerprints (the candidate, within k
+bits) and the sketches (the confirmation).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from scrapy_simhash.cli import EXIT_OK
 from scrapy_simhash.cli.errors import InputError, Problems
 from scrapy_simhash.cli.fingerprints import format_fingerprint
 from scrapy_simhash.cli.options import Commands, add_distance, int_in
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.cli.output import Progress
 from scrapy_simhash.cli.pages import PAGES_HELP, Page, file_pages, iter_pages
 
@@ -36,6 +37,7 @@ class Side(NamedTuple):
     features: dict[str, float] | None  #: None: the page is not at hand (state only)
     text_chars: int | None  #: characters of the page's visible text
     feature_chars: int | None  #: of them, in the title, headings and main-text blocks
+    sketch: bytes | None = None  #: the second signature confirming a drop (None: none)
 
 
 class Check(NamedTuple):
@@ -52,29 +54,26 @@ class Check(NamedTuple):
 
 def page_side(label: str, page: Page, min_features: int) -> Side:
     """A side from the page itself: fingerprint, features, text share."""
-    from scrapy_simhash.fingerprinting import (
-        fingerprint_details,
-        page_features,
-        page_main_text,
-        parse_html,
-    )
+    from scrapy_simhash.fingerprinting import page_features, page_main_text, parse_html
+    from scrapy_simhash.fingerprinting.signature import signature_details
 
     root = parse_html(page.html, page.encoding)
     if root is None:
-        result = fingerprint_details(page.html, min_features=min_features,
-                                     encoding=page.encoding)
+        signature, result = signature_details(page.html, min_features=min_features,
+                                              encoding=page.encoding)
         return Side(label, page.source, result.fingerprint, result.reason,
-                    result.feature_count, {}, 0, 0)
-    result = fingerprint_details(root, min_features=min_features)
+                    result.feature_count, {}, 0, 0, signature and signature.sketch)
+    signature, result = signature_details(root, min_features=min_features)
     main = page_main_text(root)
     covered = sum(map(_chars, [main.title, *main.headings, *main.blocks]))
     return Side(label, page.source, result.fingerprint, result.reason, result.feature_count,
-                page_features(root), _visible_chars(root), covered)
+                page_features(root), _visible_chars(root), covered,
+                signature and signature.sketch)
 
 
-def state_side(label: str, url: str, fingerprint: int) -> Side:
-    """A side known only from a crawl's state: its fingerprint."""
-    return Side(label, url, fingerprint, None, None, None, None, None)
+def state_side(label: str, url: str, fingerprint: int, sketch: bytes | None = None) -> Side:
+    """A side known only from a crawl's state: its fingerprint and sketch."""
+    return Side(label, url, fingerprint, None, None, None, None, None, sketch)
 
 
 def _chars(text: str) -> int:
@@ -93,9 +92,30 @@ def _visible_chars(root: Any) -> int:
 
 
 def checks(a: Side, b: Side, k: int) -> list[Check]:
-    """Every signature the drop decision uses, compared. (Issue 12's confirming
-    signature is one more ``.append`` here.)"""
-    return [simhash_check(a, b, k)]
+    """Every signature the drop decision (:func:`scrapy_simhash.is_duplicate`)
+    uses, compared: the fingerprints (the candidate) and the sketches (the
+    confirmation)."""
+    return [simhash_check(a, b, k), sketch_check(a, b)]
+
+
+def sketch_check(a: Side, b: Side) -> Check:
+    """The confirmation: how many sketch bins agree, against the crawler's bar."""
+    from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS, agreement
+
+    sa, sb = a.sketch, b.sketch
+    if sa is None or sb is None:
+        missing = a if sa is None else b
+        return Check("sketch", None if sa is None else "present",
+                     None if sb is None else "present", None, CONFIRM, None,
+                     f"{missing.label} has no sketch (no fingerprint): nothing to confirm")
+    matches, filled = agreement(sa, sb)
+    need = f"confirms at {CONFIRM} of every {SKETCH_BINS} filled bins"
+    share = matches / filled if filled else 0.0
+    text = (f"{matches} of {filled} filled bins agree (estimated resemblance {share:.2f}); "
+            f"{need}")
+    ok = filled > 0 and matches * SKETCH_BINS >= CONFIRM * filled
+    return Check("sketch", f"{filled} bins", f"{filled} bins", filled - matches, CONFIRM, ok,
+                 text)
 
 
 def simhash_check(a: Side, b: Side, k: int) -> Check:
@@ -161,7 +181,7 @@ def describe(side: Side, min_features: int) -> list[str]:
     lines = [f"{side.label}: {side.source}", f"  fingerprint {fp}"
              + (f" ({side.reason})" if side.reason else "")]
     if side.features is None:
-        lines.append("  from the crawl's state, which keeps fingerprints and URLs only: its "
+        lines.append("  from the crawl's state, which keeps fingerprints, sketches and URLs only: its "
                      "features and text cannot be shown (give the page itself: an HTML file "
                      "or --pages)")
         return lines
@@ -207,6 +227,7 @@ def _side_data(side: Side) -> dict[str, Any]:
     data["fingerprint"] = None if side.fingerprint is None else format_fingerprint(
         side.fingerprint)
     data["features"] = None if side.features is None else len(side.features)
+    data["sketch"] = None if side.sketch is None else side.sketch.hex()
     return data
 
 
@@ -260,9 +281,10 @@ def _resolve(specs: Sequence[str], pages: Sequence[str], state_path: str | None,
         from scrapy_simhash.cli.crawl import load_state
 
         state = load_state(state_path)
-        for url, fp in zip(state.urls, state.fingerprints.tolist()):
+        sketches = state.sketches
+        for row, (url, fp) in enumerate(zip(state.urls, state.fingerprints.tolist())):
             for i in wanted.pop(url, ()):
-                sides[i] = state_side(labels[i], url, fp)
+                sides[i] = state_side(labels[i], url, fp, sketches[row].tobytes())
     for spec in wanted:
         where = ["not a file"]
         if pages:
@@ -300,7 +322,8 @@ def add_commands(commands: Commands) -> None:
     )
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
-    add_distance(p)
+    add_distance(p, default=DEFAULT_MAX_DISTANCE,
+                 help=f"candidate distance k (default: the crawler's, {DEFAULT_MAX_DISTANCE})")
     p.add_argument("--pages", action="append", metavar="PATH",
                    help="JSON lines, WARC files or folders to find A and B in (repeatable)")
     p.add_argument("--state", metavar="JOBDIR", help="a crawl's JOBDIR to look URLs up in")
