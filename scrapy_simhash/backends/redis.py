@@ -517,20 +517,19 @@ class RedisSimhashIndex:
         if urls is not None and self.url_format == "hash":
             self._add_url_hashes(int(keys[0]), urls)
         elif urls is not None:
-            pipe = self.client.pipeline(transaction=False)
-            for start in range(0, n, batch):
-                chunk = dict(zip(map(str, keys[start : start + batch].tolist()),
-                                 urls[start : start + batch]))
-                pipe.hset(self.urls_key, mapping=chunk)
-            pipe.execute()
+            self._hset_by_key(self.urls_key, keys, urls, batch)
         if sketches is not None:
-            pipe = self.client.pipeline(transaction=False)
-            for start in range(0, n, batch):
-                chunk = dict(zip(map(str, keys[start : start + batch].tolist()),
-                                 sketches[start : start + batch]))
-                pipe.hset(self.sketches_key, mapping=chunk)
-            pipe.execute()
+            self._hset_by_key(self.sketches_key, keys, sketches, batch)
         return keys
+
+    def _hset_by_key(self, name: str, keys: np.ndarray, values: Any, batch: int) -> None:
+        """``values[i]`` under field ``keys[i]`` of hash ``name``, ``batch`` fields a command."""
+        pipe = self.client.pipeline(transaction=False)
+        for start in range(0, len(keys), batch):
+            chunk = dict(zip(map(str, keys[start : start + batch].tolist()),
+                             values[start : start + batch]))
+            pipe.hset(name, mapping=chunk)
+        pipe.execute()
 
     def _add_url_hashes(self, first: int, urls: list[str]) -> None:
         """Write the 8-byte hashes of ``urls`` (keys ``first``, ``first + 1``, ...)
