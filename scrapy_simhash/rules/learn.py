@@ -131,7 +131,8 @@ class Rule:
     verified: int = 0  # supporting pairs met after activation
     _support_keys: set = field(default_factory=set, repr=False)
     _support_urls: set = field(default_factory=set, repr=False)
-    _kept: dict = field(default_factory=dict, repr=False)
+    _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, worked)
+    _via: dict = field(default_factory=dict, repr=False)  # composed key -> (..., inner rule)
     _verify_left: int = field(default=0, repr=False)
     _verify_keys: set = field(default_factory=set, repr=False)
 
@@ -369,6 +370,7 @@ class RuleBook:
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
         self._pending: list[Rule] = []  # rules activated since the last _compose
+        self._events_after: list[RuleEvent] = []  # from rules rebuilt after a retirement
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
         self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
@@ -379,7 +381,7 @@ class RuleBook:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
         events = self._observe(url, url)
         events.extend(self._compose())
-        return events
+        return self._flush(events)
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
         """``url`` was dropped as a near-duplicate of the kept page ``of``: the pair (and
@@ -409,6 +411,13 @@ class RuleBook:
                 events.extend(self._backfill(rule))
         events.extend(self._observe(url, of))
         events.extend(self._compose())
+        return self._flush(events)
+
+    def _flush(self, events: list[RuleEvent]) -> list[RuleEvent]:
+        while self._events_after:
+            events.extend(self._events_after)
+            self._events_after = []
+            events.extend(self._compose())
         return events
 
     def _observe(self, url: str, page: str) -> list[RuleEvent]:
@@ -428,6 +437,8 @@ class RuleBook:
             self._seen.setdefault(scope, []).append(entry)
         events: list[RuleEvent] = []
         for rule in list(self._live.get(u.origin, ())):
+            if rule.retired:
+                continue
             event = self._meet(rule, u, url, page)
             if event is not None:
                 events.append(event)
@@ -468,13 +479,47 @@ class RuleBook:
         return keys
 
     def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
+        """``rule`` meets a URL fetched: a supporting pair or a counterexample, through
+        its own mapping or after another active rule (rules compose).
+
+        A pair counts for ``rule`` only when ``rule`` itself maps one of its URLs
+        (``worked``): when it maps both URLs to themselves, the pair is the other
+        rule's alone, and crediting ``rule`` with it would let a rule become active
+        on fewer than ``min_support`` pairs of its own (and blame it for the other
+        rule's counterexamples). Composed keys are stored apart (``Rule._via``, with
+        the inner rule) and dropped when the inner rule retires (see :meth:`_retire`).
+        """
         activated = None
-        for key in self._keys(rule, u):
-            first = rule._kept.setdefault(key, (page, url))
+        own = rule.key(u)
+        if own is not None:
+            worked = own != u
+            first = rule._kept.setdefault(own, (page, url, worked))
             if first[0] != page:
                 return self._retire(rule, (first[1], url))
             if first[1] != url:
-                activated = self._support(rule, key, (url, first[1])) or activated
+                activated = self._support(rule, own, (url, first[1]))
+            via = rule._via.get(own)
+            if via is not None and via[1] != url and (worked or via[2]):
+                if via[0] != page:
+                    return self._retire(rule, (via[1], url))
+                activated = self._support(rule, own, (url, via[1])) or activated
+        for other in self._active.get(u.origin, ()):
+            if other is rule:
+                continue
+            inner = other.key(u)
+            if inner is None or inner == u:
+                continue
+            key = rule.key(Url(*inner))
+            if key is None or key == own:
+                continue
+            worked = key != inner
+            for stored in (rule._kept.get(key), rule._via.get(key)):
+                if stored is None or stored[1] == url or not (worked or stored[2]):
+                    continue
+                if stored[0] != page:
+                    return self._retire(rule, (stored[1], url))
+                activated = self._support(rule, key, (url, stored[1])) or activated
+            rule._via.setdefault(key, (page, url, worked, other))
         return activated
 
     def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
@@ -494,11 +539,7 @@ class RuleBook:
                 rule._verify_left -= 1
         if len(rule.examples) < MAX_EXAMPLES:
             rule.examples.append(pair)
-        if (
-            not rule.active
-            and rule.support >= self.min_support
-            and rule.pages >= min(2, self.min_support)
-        ):
+        if not rule.active and self._enough(rule):
             rule.active = True
             rule._verify_left = self.verify_first
             for origin in rule.origins:
@@ -506,6 +547,9 @@ class RuleBook:
             self._pending.append(rule)
             return RuleEvent("activated", rule, pair)
         return None
+
+    def _enough(self, rule: Rule) -> bool:
+        return rule.support >= self.min_support and rule.pages >= min(2, self.min_support)
 
     def _compose(self) -> list[RuleEvent]:
         """After activations: the other live rules meet the URLs seen again, through the
@@ -518,6 +562,8 @@ class RuleBook:
             others = {id(r): r for o in new.origins for r in self._live.get(o, ())
                       if r is not new}
             for rule in others.values():
+                if rule.retired:
+                    continue
                 for event in self._backfill(rule):
                     events.append(event)
         return events
@@ -532,9 +578,32 @@ class RuleBook:
                 self._active[origin].remove(rule)
         was_active, rule.active = rule.active, False
         rule._kept = {}
+        rule._via = {}
         rule._support_keys = set()
         rule._support_urls = set()
+        events: list[RuleEvent] = []
+        if was_active:
+            # what the other rules learned through it is no longer evidence
+            for origin in rule.origins:
+                for other in list(self._live.get(origin, ())):
+                    if not other.retired and any(v[3] is rule for v in other._via.values()):
+                        events.extend(self._rebuild(other))
+        self._events_after.extend(events)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
+
+    def _rebuild(self, rule: Rule) -> list[RuleEvent]:
+        """Recount ``rule``'s evidence from every URL fetched, through the rules active
+        now; an active rule left short of ``min_support`` is a candidate again."""
+        rule._kept, rule._via = {}, {}
+        rule._support_keys, rule._support_urls = set(), set()
+        rule.support = rule.pages = 0
+        rule.examples = []
+        events = self._backfill(rule)
+        if rule.active and not rule.retired and not self._enough(rule):
+            rule.active = False
+            for origin in rule.origins:
+                self._active[origin].remove(rule)
+        return events
 
     # -- applying --------------------------------------------------------------------------
 
@@ -574,7 +643,7 @@ class RuleBook:
             for key in keys:
                 if key is None:
                     continue
-                known = rule._kept.get(key)
+                known = rule._kept.get(key) or rule._via.get(key)
                 if known is not None and known[0] != url:
                     found.append((rule, key, known[0]))
                     break
