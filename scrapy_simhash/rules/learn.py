@@ -22,9 +22,11 @@ listing, never speaks for a whole path), and no counterexample;
 :meth:`RuleBook.check` then says which request URL an active rule maps to a
 page already kept, and whether to fetch it anyway to verify the rule.
 
-The state is a pure function of the evidence (replayed from a log on resume
-or from the other processes of a crawl); the order of evidence changes which
-kept URL is named, never whether a rule is retired.
+The state is rebuilt from the evidence (replayed from a log on resume or from
+the other processes of a crawl). A rule's own pairs do not depend on their
+order; pairs met through another rule do (that rule must be active when they
+are met), so a counterexample found through a composition, and a rule learned
+through another rule's form of a URL, can still depend on the order of evidence.
 """
 
 from __future__ import annotations
@@ -131,8 +133,9 @@ class Rule:
     verified: int = 0  # supporting pairs met after activation
     _support_keys: set = field(default_factory=set, repr=False)
     _support_urls: set = field(default_factory=set, repr=False)
-    _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, worked)
-    _via: dict = field(default_factory=dict, repr=False)  # composed key -> (..., inner rule)
+    _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, Url)
+    # composed key -> (page, url, the Url the inner rule made of it, the inner rule)
+    _via: dict = field(default_factory=dict, repr=False)
     _verify_left: int = field(default=0, repr=False)
     _verify_keys: set = field(default_factory=set, repr=False)
 
@@ -444,12 +447,15 @@ class RuleBook:
                 events.append(event)
         return events
 
-    def _backfill(self, rule: Rule) -> list[RuleEvent]:
+    def _backfill(self, rule: Rule, scopes: tuple = ()) -> list[RuleEvent]:
         """A new rule meets every URL fetched before it existed: its support and its
-        counterexamples so far."""
+        counterexamples so far; ``scopes`` adds the URLs that another rule maps (and
+        ``rule`` may then map further)."""
         events: list[RuleEvent] = []
         done: set[str] = set()
-        for scope in rule.scope():
+        composed = {s: None for o in rule.origins for r in self._active.get(o, ())
+                    if r is not rule for s in r.scope()}
+        for scope in dict.fromkeys((*rule.scope(), *scopes, *composed)):
             for u, url, page in self._seen.get(scope, ()):
                 if url in done:
                     continue
@@ -482,24 +488,25 @@ class RuleBook:
         """``rule`` meets a URL fetched: a supporting pair or a counterexample, through
         its own mapping or after another active rule (rules compose).
 
-        A pair counts for ``rule`` only when ``rule`` itself maps one of its URLs
-        (``worked``): when it maps both URLs to themselves, the pair is the other
-        rule's alone, and crediting ``rule`` with it would let a rule become active
-        on fewer than ``min_support`` pairs of its own (and blame it for the other
-        rule's counterexamples). Composed keys are stored apart (``Rule._via``, with
-        the inner rule) and dropped when the inner rule retires (see :meth:`_retire`).
+        A pair counts for ``rule`` only when ``rule`` is needed to map its two URLs
+        together: their forms before ``rule`` (the URL itself, or what the other rule
+        made of it) differ. When they are equal the pair is the other rule's alone;
+        crediting ``rule`` with it let a rule become active on fewer than
+        ``min_support`` pairs of its own, and blamed it for the other rule's
+        counterexamples in the orders where that rule had become active first.
+        Composed keys are stored apart (``Rule._via``, with the inner rule) and
+        dropped when the inner rule retires (see :meth:`_retire`).
         """
         activated = None
         own = rule.key(u)
         if own is not None:
-            worked = own != u
-            first = rule._kept.setdefault(own, (page, url, worked))
+            first = rule._kept.setdefault(own, (page, url, u))
             if first[0] != page:
                 return self._retire(rule, (first[1], url))
             if first[1] != url:
                 activated = self._support(rule, own, (url, first[1]))
             via = rule._via.get(own)
-            if via is not None and via[1] != url and (worked or via[2]):
+            if via is not None and via[1] != url and via[2] != u:
                 if via[0] != page:
                     return self._retire(rule, (via[1], url))
                 activated = self._support(rule, own, (url, via[1])) or activated
@@ -509,17 +516,17 @@ class RuleBook:
             inner = other.key(u)
             if inner is None or inner == u:
                 continue
-            key = rule.key(Url(*inner))
+            inner = Url(*inner)
+            key = rule.key(inner)
             if key is None or key == own:
                 continue
-            worked = key != inner
             for stored in (rule._kept.get(key), rule._via.get(key)):
-                if stored is None or stored[1] == url or not (worked or stored[2]):
+                if stored is None or stored[1] == url or stored[2] == inner:
                     continue
                 if stored[0] != page:
                     return self._retire(rule, (stored[1], url))
                 activated = self._support(rule, key, (url, stored[1])) or activated
-            rule._via.setdefault(key, (page, url, worked, other))
+            rule._via.setdefault(key, (page, url, inner, other))
         return activated
 
     def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
@@ -564,7 +571,7 @@ class RuleBook:
             for rule in others.values():
                 if rule.retired:
                     continue
-                for event in self._backfill(rule):
+                for event in self._backfill(rule, new.scope()):
                     events.append(event)
         return events
 
