@@ -399,7 +399,10 @@ class RuleBook:
             key = active.key(u)
             if key is not None and key != u:
                 forms.append(Url(*key))
-        for other in self._cluster.get(of, [of])[:MAX_CLUSTER]:
+        cluster = self._cluster.get(of, [of])[:MAX_CLUSTER]
+        # observed first, so that the new rules' backfill meets it with the others
+        events.extend(self._observe(url, of))
+        for other in cluster:
             if other == url:
                 continue
             o = parse_url(other)
@@ -412,7 +415,6 @@ class RuleBook:
                     self._live.setdefault(origin, []).append(rule)
                 events.append(RuleEvent("learned", rule, (url, other)))
                 events.extend(self._backfill(rule))
-        events.extend(self._observe(url, of))
         events.extend(self._compose())
         return self._flush(events)
 
@@ -494,7 +496,9 @@ class RuleBook:
         crediting ``rule`` with it let a rule become active on fewer than
         ``min_support`` pairs of its own, and blamed it for the other rule's
         counterexamples in the orders where that rule had become active first.
-        Composed keys are stored apart (``Rule._via``, with the inner rule) and
+        Nor is a composed pair evidence when the other rule's form of the URL was
+        fetched itself: it then splits into the two rules' own pairs, each met
+        directly. Composed keys are stored apart (``Rule._via``, with the inner rule) and
         dropped when the inner rule retires (see :meth:`_retire`).
         """
         activated = None
@@ -517,6 +521,9 @@ class RuleBook:
             if inner is None or inner == u:
                 continue
             inner = Url(*inner)
+            if inner.text() in self._page_of:
+                # fetched itself: the pair is the two rules' own pairs through it
+                continue
             key = rule.key(inner)
             if key is None or key == own:
                 continue
