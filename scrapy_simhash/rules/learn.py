@@ -22,9 +22,11 @@ listing, never speaks for a whole path), and no counterexample;
 :meth:`RuleBook.check` then says which request URL an active rule maps to a
 page already kept, and whether to fetch it anyway to verify the rule.
 
-The state is a pure function of the evidence (replayed from a log on resume
-or from the other processes of a crawl); the order of evidence changes which
-kept URL is named, never whether a rule is retired.
+The state is rebuilt from the evidence (replayed from a log on resume or from
+the other processes of a crawl). A rule's own pairs do not depend on their
+order; pairs met through another rule do (that rule must be active when they
+are met), so a counterexample found through a composition, and a rule learned
+through another rule's form of a URL, can still depend on the order of evidence.
 """
 
 from __future__ import annotations
@@ -131,7 +133,9 @@ class Rule:
     verified: int = 0  # supporting pairs met after activation
     _support_keys: set = field(default_factory=set, repr=False)
     _support_urls: set = field(default_factory=set, repr=False)
-    _kept: dict = field(default_factory=dict, repr=False)
+    _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, Url)
+    # composed key -> (page, url, the Url the inner rule made of it, the inner rule)
+    _via: dict = field(default_factory=dict, repr=False)
     _verify_left: int = field(default=0, repr=False)
     _verify_keys: set = field(default_factory=set, repr=False)
 
@@ -369,6 +373,7 @@ class RuleBook:
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
         self._pending: list[Rule] = []  # rules activated since the last _compose
+        self._events_after: list[RuleEvent] = []  # from rules rebuilt after a retirement
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
         self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
@@ -379,7 +384,7 @@ class RuleBook:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
         events = self._observe(url, url)
         events.extend(self._compose())
-        return events
+        return self._flush(events)
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
         """``url`` was dropped as a near-duplicate of the kept page ``of``: the pair (and
@@ -394,7 +399,10 @@ class RuleBook:
             key = active.key(u)
             if key is not None and key != u:
                 forms.append(Url(*key))
-        for other in self._cluster.get(of, [of])[:MAX_CLUSTER]:
+        cluster = self._cluster.get(of, [of])[:MAX_CLUSTER]
+        # observed first, so that the new rules' backfill meets it with the others
+        events.extend(self._observe(url, of))
+        for other in cluster:
             if other == url:
                 continue
             o = parse_url(other)
@@ -407,8 +415,14 @@ class RuleBook:
                     self._live.setdefault(origin, []).append(rule)
                 events.append(RuleEvent("learned", rule, (url, other)))
                 events.extend(self._backfill(rule))
-        events.extend(self._observe(url, of))
         events.extend(self._compose())
+        return self._flush(events)
+
+    def _flush(self, events: list[RuleEvent]) -> list[RuleEvent]:
+        while self._events_after:
+            events.extend(self._events_after)
+            self._events_after = []
+            events.extend(self._compose())
         return events
 
     def _observe(self, url: str, page: str) -> list[RuleEvent]:
@@ -428,17 +442,22 @@ class RuleBook:
             self._seen.setdefault(scope, []).append(entry)
         events: list[RuleEvent] = []
         for rule in list(self._live.get(u.origin, ())):
+            if rule.retired:
+                continue
             event = self._meet(rule, u, url, page)
             if event is not None:
                 events.append(event)
         return events
 
-    def _backfill(self, rule: Rule) -> list[RuleEvent]:
+    def _backfill(self, rule: Rule, scopes: tuple = ()) -> list[RuleEvent]:
         """A new rule meets every URL fetched before it existed: its support and its
-        counterexamples so far."""
+        counterexamples so far; ``scopes`` adds the URLs that another rule maps (and
+        ``rule`` may then map further)."""
         events: list[RuleEvent] = []
         done: set[str] = set()
-        for scope in rule.scope():
+        composed = {s: None for o in rule.origins for r in self._active.get(o, ())
+                    if r is not rule for s in r.scope()}
+        for scope in dict.fromkeys((*rule.scope(), *scopes, *composed)):
             for u, url, page in self._seen.get(scope, ()):
                 if url in done:
                     continue
@@ -468,13 +487,53 @@ class RuleBook:
         return keys
 
     def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
+        """``rule`` meets a URL fetched: a supporting pair or a counterexample, through
+        its own mapping or after another active rule (rules compose).
+
+        A pair counts for ``rule`` only when ``rule`` is needed to map its two URLs
+        together: their forms before ``rule`` (the URL itself, or what the other rule
+        made of it) differ. When they are equal the pair is the other rule's alone;
+        crediting ``rule`` with it let a rule become active on fewer than
+        ``min_support`` pairs of its own, and blamed it for the other rule's
+        counterexamples in the orders where that rule had become active first.
+        Nor is a composed pair evidence when the other rule's form of the URL was
+        fetched itself: it then splits into the two rules' own pairs, each met
+        directly. Composed keys are stored apart (``Rule._via``, with the inner rule) and
+        dropped when the inner rule retires (see :meth:`_retire`).
+        """
         activated = None
-        for key in self._keys(rule, u):
-            first = rule._kept.setdefault(key, (page, url))
+        own = rule.key(u)
+        if own is not None:
+            first = rule._kept.setdefault(own, (page, url, u))
             if first[0] != page:
                 return self._retire(rule, (first[1], url))
             if first[1] != url:
-                activated = self._support(rule, key, (url, first[1])) or activated
+                activated = self._support(rule, own, (url, first[1]))
+            via = rule._via.get(own)
+            if via is not None and via[1] != url and via[2] != u:
+                if via[0] != page:
+                    return self._retire(rule, (via[1], url))
+                activated = self._support(rule, own, (url, via[1])) or activated
+        for other in self._active.get(u.origin, ()):
+            if other is rule:
+                continue
+            inner = other.key(u)
+            if inner is None or inner == u:
+                continue
+            inner = Url(*inner)
+            if inner.text() in self._page_of:
+                # fetched itself: the pair is the two rules' own pairs through it
+                continue
+            key = rule.key(inner)
+            if key is None or key == own:
+                continue
+            for stored in (rule._kept.get(key), rule._via.get(key)):
+                if stored is None or stored[1] == url or stored[2] == inner:
+                    continue
+                if stored[0] != page:
+                    return self._retire(rule, (stored[1], url))
+                activated = self._support(rule, key, (url, stored[1])) or activated
+            rule._via.setdefault(key, (page, url, inner, other))
         return activated
 
     def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
@@ -494,11 +553,7 @@ class RuleBook:
                 rule._verify_left -= 1
         if len(rule.examples) < MAX_EXAMPLES:
             rule.examples.append(pair)
-        if (
-            not rule.active
-            and rule.support >= self.min_support
-            and rule.pages >= min(2, self.min_support)
-        ):
+        if not rule.active and self._enough(rule):
             rule.active = True
             rule._verify_left = self.verify_first
             for origin in rule.origins:
@@ -506,6 +561,9 @@ class RuleBook:
             self._pending.append(rule)
             return RuleEvent("activated", rule, pair)
         return None
+
+    def _enough(self, rule: Rule) -> bool:
+        return rule.support >= self.min_support and rule.pages >= min(2, self.min_support)
 
     def _compose(self) -> list[RuleEvent]:
         """After activations: the other live rules meet the URLs seen again, through the
@@ -518,7 +576,9 @@ class RuleBook:
             others = {id(r): r for o in new.origins for r in self._live.get(o, ())
                       if r is not new}
             for rule in others.values():
-                for event in self._backfill(rule):
+                if rule.retired:
+                    continue
+                for event in self._backfill(rule, new.scope()):
                     events.append(event)
         return events
 
@@ -532,9 +592,32 @@ class RuleBook:
                 self._active[origin].remove(rule)
         was_active, rule.active = rule.active, False
         rule._kept = {}
+        rule._via = {}
         rule._support_keys = set()
         rule._support_urls = set()
+        events: list[RuleEvent] = []
+        if was_active:
+            # what the other rules learned through it is no longer evidence
+            for origin in rule.origins:
+                for other in list(self._live.get(origin, ())):
+                    if not other.retired and any(v[3] is rule for v in other._via.values()):
+                        events.extend(self._rebuild(other))
+        self._events_after.extend(events)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
+
+    def _rebuild(self, rule: Rule) -> list[RuleEvent]:
+        """Recount ``rule``'s evidence from every URL fetched, through the rules active
+        now; an active rule left short of ``min_support`` is a candidate again."""
+        rule._kept, rule._via = {}, {}
+        rule._support_keys, rule._support_urls = set(), set()
+        rule.support = rule.pages = 0
+        rule.examples = []
+        events = self._backfill(rule)
+        if rule.active and not rule.retired and not self._enough(rule):
+            rule.active = False
+            for origin in rule.origins:
+                self._active[origin].remove(rule)
+        return events
 
     # -- applying --------------------------------------------------------------------------
 
@@ -574,7 +657,7 @@ class RuleBook:
             for key in keys:
                 if key is None:
                     continue
-                known = rule._kept.get(key)
+                known = rule._kept.get(key) or rule._via.get(key)
                 if known is not None and known[0] != url:
                     found.append((rule, key, known[0]))
                     break
