@@ -163,3 +163,28 @@ def test_report_json_and_text_agree(tmp_path):
     assert data["states"] == [{"path": str(jobdir / "simhash.seen"), "stored": 300}]
     assert data["actions"] == {"drop": 5}
     assert data["clusters"]["sizes"] == {"2": 2, "5": 1}
+
+
+def test_split_runs_at_the_logs_open_lines(tmp_path):
+    """Every run starts with an ``open`` line, even a run with no drop; ``close`` and
+    ``skip`` lines are not drops; lines of an older version before them are a run."""
+    from scrapy_simhash.cli.crawl import read_drop_log
+    from scrapy_simhash.cli.errors import Problems
+
+    def line(**fields):
+        return json.dumps(fields) + "\n"
+
+    log = tmp_path / "drops.jsonl"
+    log.write_text(
+        line(url="u1", duplicate_of="u0", distance=0, action="drop")  # an older version's
+        + line(event="open", time="t1", spider="s")
+        + line(event="drop", url="u1", duplicate_of="u0", distance=1, action="drop", time="t1")
+        + line(event="skip", url="u9", duplicate_of="u0", rule="param x", time="t1")
+        + line(event="close", time="t1", reason="finished")
+        + line(event="open", time="t2", spider="s")  # a run that dropped nothing
+        + line(event="close", time="t2", reason="finished"))
+    runs, how = split_runs(read_drop_log(str(log), Problems()))
+    assert [[d.url for d in r] for r in runs] == [["u1"], ["u1"], []]
+    assert how == "the run's open record"
+    data, _ = report(log, "--run", "last")
+    assert data["near_duplicates"] == 0
