@@ -90,10 +90,12 @@ def test_session_id_views_dropped_one_view_per_listing_page_kept(crawl):
     for n in range(1, LISTING_PAGES + 1):
         assert kept[f"listing:{n}"] == 1
     # Every page links to listing page 1 with a fresh session id: URL dedup cannot help;
-    # the URL rule learned from the dropped views skips most of them before download.
+    # the URL rule learned from the dropped views skips at least half of them before
+    # download (how many depends on the order Scrapy schedules them: 16 of 32 on Scrapy
+    # 2.13, more on 2.19).
     skipped = Counter(classify(s["url"]).group for s in crawl.skips)
     assert views["listing:1"] + skipped["listing:1"] > 10
-    assert skipped["listing:1"] > views["listing:1"]
+    assert skipped["listing:1"] >= views["listing:1"]
 
 
 def test_url_rules_skip_copies_of_kept_pages_only(crawl):
