@@ -22,6 +22,7 @@ from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem
 from scrapy_simhash.cli.options import Commands, add_distance, int_in
 from scrapy_simhash.cli.output import Progress
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.index.store import salvage
 
 
@@ -423,7 +424,9 @@ def add_commands(commands: Commands) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="STATE_OR_LOG",
                    help="a JOBDIR, its simhash.seen file, or a drop log (JSON lines)")
-    add_distance(p, help="k for clusters among the stored pages (default: 3)")
+    add_distance(p, default=DEFAULT_MAX_DISTANCE,
+                 help=f"k for clusters among the stored pages (default: the crawler's, "
+                      f"{DEFAULT_MAX_DISTANCE}; a cluster edge is a confirmed pair)")
     p.add_argument("--top", type=int_in(0, 1000), default=5,
                    help="largest clusters to list (default: 5)")
     p.add_argument("--run", default="last", metavar="last|all|N",
