@@ -64,7 +64,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def session(master: str | None = None) -> Any:
-    """The active SparkSession, or a new one (``master`` or local[*])."""
+    """The active SparkSession, or a new one (``master``; without it spark-submit's,
+    or Spark's default ``local[*]``)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
@@ -75,13 +76,8 @@ def session(master: str | None = None) -> Any:
     if active is not None:
         return active
     builder = SparkSession.builder.appName("scrapy-simhash")
-    if master:
+    if master:  # else spark-submit's master, or Spark's own default, local[*]
         builder = builder.master(master)
-    elif "spark.master" not in builder._options:  # not under spark-submit
-        import os
-
-        if "SPARK_HOME" not in os.environ or "PYSPARK_SUBMIT_ARGS" not in os.environ:
-            builder = builder.master("local[*]")
     return builder.getOrCreate()
 
 
