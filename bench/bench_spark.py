@@ -8,7 +8,13 @@ N fingerprints (half random, half copies of them 1-3 bits away, as in
 * Spark ``local[2]``: ``spark-pairs`` and ``spark-clusters`` end to end (read
   Parquet, join, write Parquet), wall time, the session already started.
 
-Usage: ``python -m bench.bench_spark [--n 1000000] [--k 3]``. On one machine the
+With ``--sketches`` every page also gets a 64-byte sketch (random for the
+originals; a copy keeps its original's with 8 bins changed, so it confirms;
+a tenth of the copies get a fresh sketch, so they do not), and both sides
+take the crawler's decision: candidates within k confirmed by sketches
+(in-process: ``pairs()`` then ``confirms_many``; pairs only, no clusters).
+
+Usage: ``python -m bench.bench_spark [--n 1000000] [--k 3] [--sketches] [--driver-memory 6g]``. On one machine the
 in-process index is much faster; Spark is for archives whose fingerprints or
 pages do not fit one machine, or that already live on a Spark cluster.
 """
@@ -36,11 +42,30 @@ def fingerprints(n: int, seed: int = 0) -> np.ndarray:
     return np.concatenate([base, copies])
 
 
+def sketches(n: int, seed: int = 1) -> np.ndarray:
+    """``(n, 64) uint8`` sketches matching :func:`fingerprints`' pages."""
+    rng = np.random.default_rng(seed)
+    half = n - n // 2
+    base = rng.integers(1, 256, size=(half, 64), dtype=np.uint8)
+    copies = base[: n // 2].copy()
+    rows = np.arange(len(copies))[:, None]
+    copies[rows, rng.integers(0, 64, size=(len(copies), 8))] = rng.integers(
+        1, 256, size=(len(copies), 8), dtype=np.uint8)
+    fresh = rng.random(len(copies)) < 0.1
+    copies[fresh] = rng.integers(1, 256, size=(int(fresh.sum()), 64), dtype=np.uint8)
+    return np.concatenate([base, copies])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--k", type=int, default=None,
+                        help="bits (default: 6 with --sketches, as a crawl; 3 without)")
     parser.add_argument("--partitions", type=int, default=None)
+    parser.add_argument("--sketches", action="store_true",
+                        help="give pages sketches: the crawler's confirmed decision on both sides")
+    parser.add_argument("--driver-memory", default="6g",
+                        help="the local JVM's heap (spark.driver.memory); 12g for 10M")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -49,30 +74,44 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from scrapy_simhash import spark as S
+    from scrapy_simhash.fingerprinting.signature import confirms_many
     from scrapy_simhash.index import SimhashIndex
 
-    n, k = args.n, args.k
+    n = args.n
+    k = args.k if args.k is not None else (6 if args.sketches else 3)
     fps = fingerprints(n)
     work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
         source = work / "fps.parquet"
-        pd.DataFrame({
+        columns = {
             "url": [f"https://example.com/{i}" for i in range(n)],
             "fingerprint": S.from_unsigned(fps),
-        }).to_parquet(source, index=False)
-        print(f"# N = {n:,} fingerprints, k = {k}; {platform.processor() or platform.machine()}, "
+        }
+        sk = sketches(n) if args.sketches else None
+        if sk is not None:
+            columns["sketch"] = [row.tobytes() for row in sk]
+        pd.DataFrame(columns).to_parquet(source, index=False)
+        del columns
+        print(f"# N = {n:,} fingerprints{' with sketches (confirmed)' if args.sketches else ''}, "
+              f"k = {k}; {platform.processor() or platform.machine()}, "
               f"{os.cpu_count()} cores; wall seconds")
 
         start = time.perf_counter()
         index = SimhashIndex(k=k, expected_size=n)
         index.add_many(fps, np.arange(n, dtype=np.uint64))
         pairs = index.pairs()
+        if sk is not None:
+            pairs = pairs[confirms_many(sk[pairs[:, 0]], sk[pairs[:, 1]])]
         in_pairs = time.perf_counter() - start
-        start = time.perf_counter()
-        groups = index.clusters()
-        in_clusters = in_pairs + time.perf_counter() - start
-        print(f"in-process: pairs {len(pairs):,} in {in_pairs:.2f} s; "
-              f"{len(groups):,} clusters in {in_clusters:.2f} s (build included)")
+        if sk is None:
+            start = time.perf_counter()
+            groups = index.clusters()
+            in_clusters = in_pairs + time.perf_counter() - start
+            print(f"in-process: pairs {len(pairs):,} in {in_pairs:.2f} s; "
+                  f"{len(groups):,} clusters in {in_clusters:.2f} s (build included)")
+        else:
+            in_clusters = float("nan")
+            print(f"in-process: confirmed pairs {len(pairs):,} in {in_pairs:.2f} s (build included)")
 
         start = time.perf_counter()
         spark = (
@@ -81,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions",
                     str(args.partitions or S.default_partitions(n)))
-            .config("spark.driver.memory", "6g")
+            .config("spark.driver.memory", args.driver_memory)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .getOrCreate()
         )
@@ -98,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         kept = spark.read.parquet(str(work / "keep")).where("keep").count()
         print(f"spark local[2]: pairs {got:,} in {sp_pairs:.1f} s "
               f"({sp_pairs / in_pairs:.0f}x in-process); keep list ({kept:,} kept) in "
-              f"{sp_clusters:.1f} s ({sp_clusters / in_clusters:.0f}x in-process)")
+              f"{sp_clusters:.1f} s" + ("" if in_clusters != in_clusters else
+                                         f" ({sp_clusters / in_clusters:.0f}x in-process)"))
         if got != len(pairs):
             print(f"MISMATCH: spark {got} pairs, in-process {len(pairs)}")
             return 1
