@@ -24,6 +24,11 @@ from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText, extract
 
+try:  # the compiled token loops, when the package was built with them
+    from scrapy_simhash.fingerprinting import _tokens
+except ImportError:  # pragma: no cover - a pure-Python install
+    _tokens = None
+
 #: Non-antecedent tokens chained after an antecedent.
 CHAIN = 1
 #: Weight of each title feature occurrence.
@@ -56,10 +61,11 @@ _WORD_OR_MARK = re.compile(r"[\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u
 
 # A fast path for Latin-1 text, most of the web's blocks. NFKC leaves Latin-1
 # characters alone but for a few (superscripts, fractions, spacing accents...),
-# which send a text to the general path. One ``bytes.translate`` keeps word
-# characters, turns digits into \x01 (a word holding one is dropped), the few
-# characters NFKC changes into \x00, keeps the \x02 that joins texts, and
-# turns everything else into spaces.
+# which send a text to the general path (not the no-break space: NFKC makes it
+# a space). One ``bytes.translate`` keeps word characters, turns digits into
+# \x01 (a word holding one is dropped), the few characters NFKC changes into
+# \x00, keeps the \x02 that joins texts, and turns everything else into
+# spaces.
 _NFKC_CHANGED = frozenset(
     b for b in range(0xA1, 0x100) if unicodedata.normalize("NFKC", chr(b)) != chr(b)
 )
@@ -72,8 +78,12 @@ _LATIN1_WORDS = bytes(
     for b in range(256)
 )
 # Separators outside Latin-1 common in Western text (quotes, dashes, spaces,
-# bullets): NFKC keeps or makes them separators, so a space is the same.
-_SEPARATORS = "\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u2009\u202f\u200b"
+# bullets, the euro sign): NFKC keeps them, no pattern here takes them into a
+# word, and none is a combining mark, so a space is the same.
+_SEPARATORS = (
+    "\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a\u2010\u2012\u2013\u2014\u2212"
+    "\u2026\u2022\u2009\u202f\u200b\u2028\u20ac"
+)
 
 
 def tokenize(text: str) -> list[str]:
@@ -111,6 +121,38 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
             words = part.decode("latin-1").split()
             append(list(filter(isalpha, words)) if b"\x01" in part else words)
     return tokens
+
+
+# The sketch's words (:mod:`scrapy_simhash.fingerprinting.signature`): ``\w+``
+# of the NFKC, lower-cased text, digits and "_" kept. Its Latin-1 fast path is
+# the one above with its own table: word characters and "_" kept, the
+# characters NFKC changes into \x00 (the general path), the rest spaces.
+_SKETCH_WORD = re.compile(r"\w+")
+_LATIN1_SKETCH_WORDS = bytes(
+    0 if b in _NFKC_CHANGED else b if chr(b).isalnum() or b == 0x5F else 0x20
+    for b in range(256)
+)
+
+
+def sketch_words(texts: Sequence[str]) -> list[bytes]:
+    """The UTF-8 words of ``texts`` joined by newlines: ``\\w+`` of their NFKC,
+    lower-cased text (digits and "_" kept), as the sketch hashes them."""
+    joined = "\n".join(texts)
+    if joined.isascii():
+        return joined.lower().encode("ascii").translate(_LATIN1_SKETCH_WORDS).split()
+    text = joined
+    for separator in _SEPARATORS:
+        if separator in text:
+            text = text.replace(separator, " ")
+    try:
+        data = text.lower().encode("latin-1").translate(_LATIN1_SKETCH_WORDS)
+    except UnicodeEncodeError:  # the general path
+        data = b"\x00"
+    if b"\x00" in data:
+        words = _SKETCH_WORD.findall(unicodedata.normalize("NFKC", joined).lower())
+        return [word.encode("utf-8", "surrogatepass") for word in words]
+    # bytes.split() splits at ASCII whitespace only, never inside a UTF-8 character
+    return data.decode("latin-1").encode("utf-8").split()
 
 
 def _tokenize(text: str) -> list[str]:
@@ -162,6 +204,9 @@ def spots(tokens: list[str], counts: dict[str, float], weight: float = 1.0) -> N
     ante = antecedents()
     get = counts.get
     if CHAIN == 1:
+        if _tokens is not None and type(tokens) is list:
+            _tokens.spots(tokens, counts, weight, ante)
+            return
         following = None
         for token in reversed(tokens):
             if token in ante:
@@ -221,6 +266,8 @@ def spot_count(tokens: list[str]) -> int:
 def _spot_counts(token_lists: list[list[str]]) -> list[int]:
     """``[spot_count(t) for t in token_lists]``, with the antecedent look-ups
     done at C speed: a list's antecedents before its last other token."""
+    if _tokens is not None and type(token_lists) is list:
+        return _tokens.spot_counts(token_lists, antecedents())
     ante = antecedents().__contains__
     counts = []
     for tokens in token_lists:
@@ -375,9 +422,20 @@ def token_hashes(tokens: Sequence[str], seed: int = 0) -> np.ndarray:
     """xxh3_64 of each token (``uint64``), each distinct token hashed once."""
     if not tokens:
         return np.zeros(0, dtype=np.uint64)
+    if _tokens is not None and type(tokens) is list:
+        return _tokens.token_hashes(tokens, seed, xxhash.xxh3_64_intdigest)
     digest = xxhash.xxh3_64_intdigest
     table = {t: digest(t.encode("utf-8", "surrogatepass"), seed) for t in set(tokens)}
     return np.fromiter(map(table.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def word_hashes(words: Sequence[bytes], seed: int = 0) -> np.ndarray:
+    """:func:`token_hashes` of tokens given as their UTF-8 bytes."""
+    if not words:
+        return np.zeros(0, dtype=np.uint64)
+    digest = xxhash.xxh3_64_intdigest
+    table = {w: digest(w, seed) for w in set(words)}
+    return np.fromiter(map(table.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
 def shingle_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
@@ -433,6 +491,8 @@ def _shingles_within(token_lists: list[list[str]], n: int, seed: int) -> np.ndar
     the next left out."""
     if not token_lists:
         return np.zeros(0, dtype=np.uint64)
+    if _tokens is not None and type(token_lists) is list:
+        return _tokens.shingles_within(token_lists, n, seed, xxhash.xxh3_64_intdigest)
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     hashes = token_hashes([t for tokens in token_lists for t in tokens], seed)
     if n == 1:

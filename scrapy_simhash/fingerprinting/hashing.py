@@ -22,6 +22,7 @@ from lxml import etree
 from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
     _content,
+    _tokens,
     _main_text,
     analyse_main_text,
     page_features,
@@ -146,11 +147,14 @@ def fingerprint_of(
             reason = f"{count} features, fewer than min_features={min_features}"
         return FingerprintResult(None, count, reason)
     digest = xxhash.xxh3_64_intdigest
-    hashes = np.fromiter(
-        (digest(f.encode("utf-8", "surrogatepass"), seed) for f in feats),
-        dtype=_LE_U64,
-        count=len(feats),
-    )
+    if _tokens is not None:
+        hashes = _tokens.feature_hashes(feats, seed, digest)
+    else:
+        hashes = np.fromiter(
+            (digest(f.encode("utf-8", "surrogatepass"), seed) for f in feats),
+            dtype=_LE_U64,
+            count=len(feats),
+        )
     weights = np.fromiter(feats.values(), dtype=np.float64, count=len(feats))
     return FingerprintResult(
         simhash_hashes(

@@ -1,0 +1,199 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The token loops of :mod:`scrapy_simhash.fingerprinting.features` and the
+sketch of :mod:`scrapy_simhash.fingerprinting.signature`, compiled.
+
+Each function returns exactly what its pure-Python reference returns (named in
+its docstring; ``tests/test_tokens.py`` checks both on the corpus and on
+generated text): the loops over a page's tokens, its spot signatures, its
+token hashes and its shingles run in C instead of the interpreter. Tokens are
+still hashed by ``xxhash.xxh3_64_intdigest`` (passed in as ``digest``), once
+per distinct token, so the hash function has one definition.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport uint8_t, uint64_t
+
+import numpy as np
+
+# splitmix64's finalizer and step (features._MIX1, _MIX2, _STEP).
+cdef uint64_t MIX1 = 0xBF58476D1CE4E5B9ULL
+cdef uint64_t MIX2 = 0x94D049BB133111EBULL
+cdef uint64_t STEP = 0x9E3779B97F4A7C15ULL
+
+
+cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
+    h = h ^ (h >> 30)
+    h = h * MIX1
+    h = h ^ (h >> 27)
+    h = h * MIX2
+    return h ^ (h >> 31)
+
+
+cdef inline uint64_t _shingle(const uint64_t* hashes, Py_ssize_t n) noexcept nogil:
+    """The hash of the ``n`` token hashes from ``hashes`` (features.shingle_hashes)."""
+    cdef uint64_t out = hashes[0]
+    cdef Py_ssize_t i
+    for i in range(1, n):
+        out = _mix(out + STEP) ^ hashes[i]
+    return _mix(out)
+
+
+cdef int _hash_tokens(list tokens, uint64_t* out, object seed, object digest, bint encoded) except -1:
+    """``out[i]`` = xxh3_64 of ``tokens[i]`` (UTF-8 bytes when ``encoded``, else
+    ``str`` encoded with surrogatepass), each distinct token hashed once."""
+    cdef dict table = {}
+    cdef Py_ssize_t i
+    cdef object token, value
+    for i in range(len(tokens)):
+        token = tokens[i]
+        value = table.get(token)
+        if value is None:
+            if encoded:
+                value = digest(token, seed)
+            else:
+                value = digest((<str>token).encode("utf-8", "surrogatepass"), seed)
+            table[token] = value
+        out[i] = value
+    return 0
+
+
+def token_hashes(list tokens, object seed, object digest):
+    """features.token_hashes: xxh3_64 of each ``str`` token (``uint64``)."""
+    cdef Py_ssize_t count = len(tokens)
+    result = np.empty(count, dtype=np.uint64)
+    cdef uint64_t[::1] view = result
+    if count:
+        _hash_tokens(tokens, &view[0], seed, digest, False)
+    return result
+
+
+def shingles_within(list token_lists, Py_ssize_t n, object seed, object digest):
+    """features._shingles_within: the ``n``-shingle hashes of each token list,
+    none crossing from one list into the next; a list shorter than ``n`` is one
+    shingle. The lists' shingles in order, then those of the short lists."""
+    cdef list flat = []
+    cdef list lengths = []
+    cdef Py_ssize_t total = 0, shingles = 0, length, start, i, k
+    for tokens in token_lists:
+        length = len(<list>tokens)
+        flat.extend(<list>tokens)
+        lengths.append(length)
+        total += length
+        if length >= n:
+            shingles += length - n + 1
+        elif length:
+            shingles += 1
+    result = np.empty(shingles if n > 1 else total, dtype=np.uint64)
+    if not total:
+        return result
+    cdef uint64_t[::1] out = result
+    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(total * sizeof(uint64_t))
+    if hashes == NULL:
+        raise MemoryError()
+    try:
+        _hash_tokens(flat, hashes, seed, digest, False)
+        if n <= 1:
+            for i in range(total):
+                out[i] = _mix(hashes[i])
+            return result
+        k = 0
+        start = 0
+        for length in lengths:
+            if length >= n:
+                for i in range(start, start + length - n + 1):
+                    out[k] = _shingle(hashes + i, n)
+                    k += 1
+            start += length
+        start = 0
+        for length in lengths:
+            if 0 < length < n:
+                out[k] = _shingle(hashes + start, length)
+                k += 1
+            start += length
+        return result
+    finally:
+        PyMem_Free(hashes)
+
+
+def sketch(list words, Py_ssize_t n, object seed, object digest):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
+    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of
+    ``words`` (UTF-8 bytes)."""
+    cdef Py_ssize_t count = len(words), i
+    cdef uint64_t least[64]
+    cdef uint8_t out[64]
+    cdef uint64_t h
+    cdef uint64_t* hashes
+    cdef int b
+    for b in range(64):
+        least[b] = 0
+        out[b] = 0
+    if count:
+        hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
+        if hashes == NULL:
+            raise MemoryError()
+        try:
+            _hash_tokens(words, hashes, seed, digest, True)
+            if count < n:
+                n = count
+            for i in range(count - n + 1):
+                h = _shingle(hashes + i, n)
+                b = <int>(h >> 58)
+                if out[b] == 0 or h < least[b]:
+                    least[b] = h
+                    out[b] = 1  # filled; the byte is set below
+        finally:
+            PyMem_Free(hashes)
+        for b in range(64):
+            if out[b]:
+                out[b] = <uint8_t>(least[b] % 255 + 1)
+    return PyBytes_FromStringAndSize(<char*>out, 64)
+
+
+def spots(list tokens, dict counts, double weight, frozenset ante):
+    """features.spots with CHAIN == 1: each antecedent with the next token that
+    is not one, its weight added in ``counts``."""
+    cdef object following = None
+    cdef Py_ssize_t i
+    cdef object token, key
+    for i in range(len(tokens) - 1, -1, -1):
+        token = tokens[i]
+        if token in ante:
+            if following is not None:
+                key = (<str>token) + " " + (<str>following)
+                counts[key] = counts.get(key, 0.0) + weight
+        else:
+            following = token
+
+
+def spot_counts(list token_lists, frozenset ante):
+    """features._spot_counts: the spot signatures of each token list."""
+    cdef list result = []
+    cdef Py_ssize_t i, count
+    cdef bint following
+    cdef list tokens
+    for tokens in token_lists:
+        count = 0
+        following = False
+        for i in range(len(tokens) - 1, -1, -1):
+            if tokens[i] in ante:
+                count += following
+            else:
+                following = True
+        result.append(count)
+    return result
+
+
+def feature_hashes(dict features, object seed, object digest):
+    """The xxh3_64 of each feature's UTF-8 (surrogatepass) text, in the dict's
+    order (hashing.fingerprint_of)."""
+    result = np.empty(len(features), dtype=np.uint64)
+    if not features:
+        return result
+    cdef uint64_t[::1] out = result
+    cdef Py_ssize_t i = 0
+    for feature in features:
+        out[i] = digest((<str>feature).encode("utf-8", "surrogatepass"), seed)
+        i += 1
+    return result
