@@ -429,6 +429,18 @@ def token_hashes(tokens: Sequence[str], seed: int = 0) -> np.ndarray:
     return np.fromiter(map(table.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
 
+def feature_hashes(features: Mapping[str, float], seed: int = 0) -> np.ndarray:
+    """xxh3_64 of each feature's UTF-8 text (``uint64``), in the mapping's order."""
+    digest = xxhash.xxh3_64_intdigest
+    if _tokens is not None and type(features) is dict:
+        return _tokens.feature_hashes(features, seed, digest)
+    return np.fromiter(
+        (digest(f.encode("utf-8", "surrogatepass"), seed) for f in features),
+        dtype=np.uint64,
+        count=len(features),
+    )
+
+
 def word_hashes(words: Sequence[bytes], seed: int = 0) -> np.ndarray:
     """:func:`token_hashes` of tokens given as their UTF-8 bytes."""
     if not words:

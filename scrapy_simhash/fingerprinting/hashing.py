@@ -22,9 +22,9 @@ from lxml import etree
 from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
     _content,
-    _tokens,
     _main_text,
     analyse_main_text,
+    feature_hashes,
     page_features,
 )
 
@@ -146,15 +146,7 @@ def fingerprint_of(
         else:
             reason = f"{count} features, fewer than min_features={min_features}"
         return FingerprintResult(None, count, reason)
-    digest = xxhash.xxh3_64_intdigest
-    if _tokens is not None:
-        hashes = _tokens.feature_hashes(feats, seed, digest)
-    else:
-        hashes = np.fromiter(
-            (digest(f.encode("utf-8", "surrogatepass"), seed) for f in feats),
-            dtype=_LE_U64,
-            count=len(feats),
-        )
+    hashes = feature_hashes(feats, seed)
     weights = np.fromiter(feats.values(), dtype=np.float64, count=len(feats))
     return FingerprintResult(
         simhash_hashes(

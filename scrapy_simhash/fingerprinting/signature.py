@@ -31,9 +31,9 @@ import xxhash
 from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText
+from scrapy_simhash.fingerprinting import features as _features
 from scrapy_simhash.fingerprinting.features import (
     _main_text,
-    _tokens,
     shingle_hashes,
     sketch_words,
     title_words,
@@ -89,8 +89,8 @@ def sketch(main: MainText) -> bytes:
     (:func:`sketch_of_hashes`) of the words of :func:`sketch_tokens`."""
     parts = (" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code)
     words = sketch_words(parts)
-    if _tokens is not None:
-        return _tokens.sketch(words, SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest)
+    if _features._tokens is not None:  # the same, compiled
+        return _features._tokens.sketch(words, SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest)
     return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
 
 
