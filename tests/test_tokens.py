@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages
-from scrapy_simhash.fingerprinting.extract import parse_html
+from scrapy_simhash.fingerprinting.extract import MainText, parse_html
 
 F = importlib.import_module("scrapy_simhash.fingerprinting.features")
 SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
@@ -132,6 +132,37 @@ _TEXTS = st.lists(st.text(alphabet=_LATIN1, max_size=30), max_size=6) | st.lists
 @given(_TEXTS)
 def test_sketch_words_match_reference(texts):
     assert F.sketch_words(texts) == _reference_words(texts)
+
+
+@needs_compiled
+@settings(max_examples=600, deadline=None)
+@given(_TEXTS)
+def test_tokenize_many_matches(texts):
+    compiled = F.tokenize_many(texts)
+    with python_loops():
+        assert compiled == F.tokenize_many(texts)
+
+
+@needs_compiled
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=_LATIN1 + _ANY, max_size=30), _TEXTS, _TEXTS, _TEXTS)
+def test_sketch_of_main_text_matches(title, headings, blocks, code):
+    main = MainText(title, headings, blocks, code)
+    compiled = SG.sketch(main)
+    with python_loops():
+        assert compiled == SG.sketch(main)
+
+
+@needs_compiled
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b9", "é", "Ab", "x_y", "ÿ", "2", "the"]),
+                         max_size=300).map(" ".join), max_size=4))
+def test_sketch_of_many_repeated_words_matches(blocks):
+    """Long texts of a few words: the compiled sketch's table of words seen."""
+    main = MainText("", [], blocks, [])
+    compiled = SG.sketch(main)
+    with python_loops():
+        assert compiled == SG.sketch(main)
 
 
 def test_separators_are_separators_everywhere():

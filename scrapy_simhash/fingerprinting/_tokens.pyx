@@ -10,9 +10,18 @@ still hashed by ``xxhash.xxh3_64_intdigest`` (passed in as ``digest``), once
 per distinct token, so the hash function has one definition.
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint8_t, uint64_t
+from libc.string cimport memcmp
+
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object text)
+    void* PyUnicode_DATA(object text)
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+    int PyUnicode_1BYTE_KIND
 
 import numpy as np
 
@@ -197,3 +206,175 @@ def feature_hashes(dict features, object seed, object digest):
         out[i] = digest((<str>feature).encode("utf-8", "surrogatepass"), seed)
         i += 1
     return result
+
+
+# ---------------------------------------------------------------- Latin-1 text
+# Both functions read a lower-cased ``str`` whose characters all fit in one
+# byte (CPython's 1-byte kind: Latin-1) through a 256-byte table, the one the
+# Python fast path gives ``bytes.translate``: 0x20 separates words, 0 marks a
+# character NFKC changes (the text needs the general path: None), 1 a digit;
+# any other value keeps the character.
+
+
+def latin1_tokens(list parts, bytes table):
+    """features.tokenize_many's fast path: for each lower-cased part, its words
+    without those holding a digit, or None when it needs the general path (a
+    character beyond Latin-1 or one NFKC changes)."""
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
+    cdef const unsigned char* data
+    cdef Py_ssize_t length, i, start
+    cdef unsigned char t
+    cdef bint digit, bad
+    cdef list result = []
+    cdef list tokens
+    for part in parts:
+        if PyUnicode_KIND(part) != PyUnicode_1BYTE_KIND:
+            result.append(None)
+            continue
+        data = <const unsigned char*>PyUnicode_DATA(part)
+        length = PyUnicode_GET_LENGTH(part)
+        tokens = []
+        start = -1
+        digit = bad = False
+        for i in range(length):
+            t = tab[data[i]]
+            if t == 0x20:
+                if start >= 0:
+                    if not digit:
+                        tokens.append(PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, data + start, i - start))
+                    start = -1
+                    digit = False
+            elif t == 0:
+                bad = True
+                break
+            else:
+                if start < 0:
+                    start = i
+                if t == 1:
+                    digit = True
+        if bad:
+            result.append(None)
+            continue
+        if start >= 0 and not digit:
+            tokens.append(PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, data + start, length - start))
+        result.append(tokens)
+    return result
+
+
+cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept nogil:
+    cdef uint64_t h = 0xCBF29CE484222325ULL
+    cdef Py_ssize_t i
+    for i in range(length):
+        h = (h ^ data[i]) * 0x100000001B3ULL
+    return h
+
+
+cdef bytes _utf8(const unsigned char* data, Py_ssize_t length):
+    """The UTF-8 bytes of ``length`` Latin-1 characters."""
+    cdef Py_ssize_t i, wide = 0, k = 0
+    for i in range(length):
+        wide += data[i] >= 0x80
+    if not wide:
+        return PyBytes_FromStringAndSize(<const char*>data, length)
+    out = PyBytes_FromStringAndSize(NULL, length + wide)
+    cdef unsigned char* buf = <unsigned char*>PyBytes_AS_STRING(out)
+    for i in range(length):
+        if data[i] < 0x80:
+            buf[k] = data[i]
+            k += 1
+        else:
+            buf[k] = 0xC0 | (data[i] >> 6)
+            buf[k + 1] = 0x80 | (data[i] & 0x3F)
+            k += 2
+    return out
+
+
+def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object digest):
+    """sketch(words, n, seed, digest) of the words of a lower-cased text (the
+    sketch's table: digits kept), or None when it needs the general path. Each
+    distinct word is made a ``bytes`` and hashed once; repeated ones are found
+    in a table of their own."""
+    if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
+        return None
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
+    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t i, j, start, count = 0, size, slot, mask
+    cdef unsigned char t
+    cdef bint inside = False
+    for i in range(length):  # count the words; give up on a character NFKC changes
+        t = tab[data[i]]
+        if t == 0:
+            return None
+        if t == 0x20:
+            inside = False
+        elif not inside:
+            inside = True
+            count += 1
+    cdef uint64_t least[64]
+    cdef uint8_t out[64]
+    cdef int b
+    for b in range(64):
+        least[b] = 0
+        out[b] = 0
+    if not count:
+        return PyBytes_FromStringAndSize(<char*>out, 64)
+    size = 16
+    while size < 2 * count:
+        size *= 2
+    mask = size - 1
+    cdef Py_ssize_t* starts = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* lengths = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
+    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
+    cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
+    cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
+    cdef uint64_t key, h
+    try:
+        if not (starts and lengths and hashes and slots and keys):
+            raise MemoryError()
+        for slot in range(size):
+            slots[slot] = -1
+        j = 0
+        start = -1
+        for i in range(length + 1):
+            if i < length and tab[data[i]] != 0x20:
+                if start < 0:
+                    start = i
+                continue
+            if start < 0:
+                continue
+            starts[j] = start
+            lengths[j] = i - start
+            key = _fnv(data + start, i - start)
+            slot = <Py_ssize_t>(key & <uint64_t>mask)
+            while True:
+                if slots[slot] < 0:  # a new word
+                    slots[slot] = j
+                    keys[slot] = key
+                    hashes[j] = digest(_utf8(data + start, i - start), seed)
+                    break
+                if (keys[slot] == key and lengths[slots[slot]] == i - start
+                        and memcmp(data + starts[slots[slot]], data + start, i - start) == 0):
+                    hashes[j] = hashes[slots[slot]]
+                    break
+                slot = (slot + 1) & mask
+            j += 1
+            start = -1
+        if count < n:
+            n = count
+        for i in range(count - n + 1):
+            h = _shingle(hashes + i, n)
+            b = <int>(h >> 58)
+            if out[b] == 0 or h < least[b]:
+                least[b] = h
+                out[b] = 1
+    finally:
+        PyMem_Free(starts)
+        PyMem_Free(lengths)
+        PyMem_Free(hashes)
+        PyMem_Free(slots)
+        PyMem_Free(keys)
+    for b in range(64):
+        if out[b]:
+            out[b] = <uint8_t>(least[b] % 255 + 1)
+    return PyBytes_FromStringAndSize(<char*>out, 64)

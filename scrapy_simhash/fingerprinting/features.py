@@ -98,6 +98,10 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     joined = "\x02".join(texts)
     if joined.count("\x02") != len(texts) - 1:  # a text holds the joiner
         return [_tokenize(text) if "\x02" in text else tokenize(text) for text in texts]
+    if _tokens is not None:  # the same, compiled, and text by text
+        parts = _separated(joined).lower().split("\x02")
+        found = _tokens.latin1_tokens(parts, _LATIN1_WORDS)
+        return [_tokenize(text) if t is None else t for text, t in zip(texts, found)]
     if joined.isascii():
         data = joined.lower().encode("ascii")
     else:
@@ -134,18 +138,23 @@ _LATIN1_SKETCH_WORDS = bytes(
 )
 
 
+def _separated(text: str) -> str:
+    """``text`` with the :data:`_SEPARATORS` replaced by spaces."""
+    if not text.isascii():
+        for separator in _SEPARATORS:
+            if separator in text:
+                text = text.replace(separator, " ")
+    return text
+
+
 def sketch_words(texts: Sequence[str]) -> list[bytes]:
     """The UTF-8 words of ``texts`` joined by newlines: ``\\w+`` of their NFKC,
     lower-cased text (digits and "_" kept), as the sketch hashes them."""
     joined = "\n".join(texts)
     if joined.isascii():
         return joined.lower().encode("ascii").translate(_LATIN1_SKETCH_WORDS).split()
-    text = joined
-    for separator in _SEPARATORS:
-        if separator in text:
-            text = text.replace(separator, " ")
     try:
-        data = text.lower().encode("latin-1").translate(_LATIN1_SKETCH_WORDS)
+        data = _separated(joined).lower().encode("latin-1").translate(_LATIN1_SKETCH_WORDS)
     except UnicodeEncodeError:  # the general path
         data = b"\x00"
     if b"\x00" in data:
@@ -240,13 +249,20 @@ def title_words(title: str) -> list[str]:
     a trailing one-word note such as ``(print)``: ``"Night trains | Rail News"``
     and ``"Night trains are back - Rail News (print)"`` give the page's own
     title; the site name that templates add to it is left out."""
+    return list(_title_words(title))
+
+
+@lru_cache(maxsize=64)
+def _title_words(title: str) -> tuple[str, ...]:
+    """:func:`title_words`, kept for the few titles last seen: the fingerprint
+    and the sketch both read a page's title."""
     parts = _TITLE_PARTS.split(_TITLE_NOTE.sub("", title))
     best: list[str] = []
     for part in parts:
         tokens = tokenize(part)
         if len(tokens) > len(best):
             best = tokens
-    return best
+    return tuple(best)
 
 
 def spot_count(tokens: list[str]) -> int:
@@ -333,7 +349,7 @@ def analyse_main_text(
     # A chain may run into the next block only after a block's last word.
     spots(words, counts)
     spot_features = len(counts)  # the other keys hold a ":", spots never do
-    title = title_words(main.title)
+    title = _title_words(main.title)
     for token in title:
         key = "title:" + token
         counts[key] = counts.get(key, 0.0) + TITLE_WEIGHT

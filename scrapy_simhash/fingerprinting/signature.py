@@ -34,6 +34,7 @@ from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting import features as _features
 from scrapy_simhash.fingerprinting.features import (
     _main_text,
+    _title_words,
     shingle_hashes,
     sketch_words,
     title_words,
@@ -87,11 +88,18 @@ def sketch_tokens(main: MainText) -> list[str]:
 def sketch(main: MainText) -> bytes:
     """The sketch of a main text's word :data:`SHINGLE`-shingles
     (:func:`sketch_of_hashes`) of the words of :func:`sketch_tokens`."""
-    parts = (" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code)
-    words = sketch_words(parts)
-    if _features._tokens is not None:  # the same, compiled
-        return _features._tokens.sketch(words, SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest)
-    return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
+    parts = (" ".join(_title_words(main.title)), *main.headings, *main.blocks, *main.code)
+    compiled = _features._tokens
+    if compiled is None:
+        words = sketch_words(parts)
+        return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
+    # The same, compiled: on the Latin-1 text itself, else on its words.
+    digest = xxhash.xxh3_64_intdigest
+    text = _features._separated("\n".join(parts)).lower()
+    found = compiled.latin1_sketch(text, _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED, digest)
+    if found is None:
+        found = compiled.sketch(sketch_words(parts), SHINGLE, SKETCH_SEED, digest)
+    return found
 
 
 def sketch_of_hashes(hashes: np.ndarray) -> bytes:
