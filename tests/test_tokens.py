@@ -73,6 +73,16 @@ def test_spot_counts_match(token_lists):
 
 
 @needs_compiled
+def test_token_lists_of_any_sequence():
+    """Token lists given as tuples: the same as lists, compiled or not."""
+    lists = [("the", "cat", "is", "a", "cat"), ("a",), ()]
+    assert F._spot_counts(lists) == [F.spot_count(list(t)) for t in lists]
+    compiled = F._shingles_within(lists, 2, 7)
+    with python_loops():
+        assert compiled.tolist() == F._shingles_within(lists, 2, 7).tolist()
+
+
+@needs_compiled
 @settings(max_examples=300, deadline=None)
 @given(_TOKENS, st.integers(0, 2**64 - 1))
 def test_token_hashes_match(tokens, seed):

@@ -61,7 +61,7 @@ cdef int _hash_tokens(list tokens, uint64_t* out, object seed, object digest, bi
             if encoded:
                 value = digest(token, seed)
             else:
-                value = digest((<str>token).encode("utf-8", "surrogatepass"), seed)
+                value = digest((<str?>token).encode("utf-8", "surrogatepass"), seed)
             table[token] = value
         out[i] = value
     return 0
@@ -85,8 +85,8 @@ def shingles_within(list token_lists, Py_ssize_t n, object seed, object digest):
     cdef list lengths = []
     cdef Py_ssize_t total = 0, shingles = 0, length, start, i, k
     for tokens in token_lists:
-        length = len(<list>tokens)
-        flat.extend(<list>tokens)
+        length = len(tokens)
+        flat.extend(tokens)
         lengths.append(length)
         total += length
         if length >= n:
@@ -170,7 +170,7 @@ def spots(list tokens, dict counts, double weight, frozenset ante):
         token = tokens[i]
         if token in ante:
             if following is not None:
-                key = (<str>token) + " " + (<str>following)
+                key = (<str?>token) + " " + (<str?>following)
                 counts[key] = counts.get(key, 0.0) + weight
         else:
             following = token
@@ -182,7 +182,8 @@ def spot_counts(list token_lists, frozenset ante):
     cdef Py_ssize_t i, count
     cdef bint following
     cdef list tokens
-    for tokens in token_lists:
+    for sequence in token_lists:
+        tokens = sequence if type(sequence) is list else list(sequence)
         count = 0
         following = False
         for i in range(len(tokens) - 1, -1, -1):
@@ -203,7 +204,7 @@ def feature_hashes(dict features, object seed, object digest):
     cdef uint64_t[::1] out = result
     cdef Py_ssize_t i = 0
     for feature in features:
-        out[i] = digest((<str>feature).encode("utf-8", "surrogatepass"), seed)
+        out[i] = digest((<str?>feature).encode("utf-8", "surrogatepass"), seed)
         i += 1
     return result
 

@@ -356,8 +356,8 @@ def analyse_main_text(
     # A headline repeating the title counts once: layouts without an <h1>
     # (printer versions, syndicated copies) then weigh the same.
     in_title = frozenset(title)
-    for heading in main.headings:
-        for token in tokenize(heading):
+    for heading in tokenize_many(main.headings):
+        for token in heading:
             if token not in in_title:
                 key = "h:" + token
                 counts[key] = counts.get(key, 0.0) + HEADING_WEIGHT
