@@ -492,6 +492,16 @@ def content_hashes(
     return _content(main, tokens, seed)[0]
 
 
+def _all_tokens(main: MainText, tokens: Mapping[str, list[str]]) -> Mapping[str, list[str]]:
+    """``tokens`` with the blocks and preformatted blocks of ``main`` it lacks
+    tokenized (in one batch), so that the features and the content features
+    need not tokenize them each."""
+    missing = [text for text in (*main.blocks, *main.code) if text not in tokens]
+    if not missing:
+        return tokens
+    return {**tokens, **dict(zip(missing, tokenize_many(missing)))}
+
+
 def _content(
     main: MainText, tokens: Mapping[str, list[str]] | None, seed: int
 ) -> tuple[np.ndarray, int]:

@@ -21,6 +21,7 @@ from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
+    _all_tokens,
     _content,
     _main_text,
     analyse_main_text,
@@ -130,6 +131,8 @@ def fingerprint_of(
     features than ``min_features``, or than one per
     :data:`TOKENS_PER_FEATURE` tokens of main text (a fingerprint resting on a
     few features out of a long page is fragile)."""
+    if tokens is not None:
+        tokens = _all_tokens(main, tokens)
     _, feats, count = analyse_main_text(main, tokens)
     content, size = _content(main, tokens, seed)
     content = np.unique(content)
