@@ -48,7 +48,9 @@ cdef inline uint64_t _shingle(const uint64_t* hashes, Py_ssize_t n) noexcept nog
     return _mix(out)
 
 
-cdef int _hash_tokens(list tokens, uint64_t* out, object seed, object digest, bint encoded) except -1:
+cdef int _hash_tokens(
+    list tokens, uint64_t* out, object seed, object digest, bint encoded
+) except -1:
     """``out[i]`` = xxh3_64 of ``tokens[i]`` (UTF-8 bytes when ``encoded``, else
     ``str`` encoded with surrogatepass), each distinct token hashed once."""
     cdef dict table = {}
@@ -217,6 +219,10 @@ def feature_hashes(dict features, object seed, object digest):
 # any other value keeps the character.
 
 
+cdef inline object _latin1(const unsigned char* data, Py_ssize_t length):
+    return PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, data, length)
+
+
 def latin1_tokens(list parts, bytes table):
     """features.tokenize_many's fast path: for each lower-cased part, its words
     without those holding a digit, or None when it needs the general path (a
@@ -242,7 +248,7 @@ def latin1_tokens(list parts, bytes table):
             if t == 0x20:
                 if start >= 0:
                     if not digit:
-                        tokens.append(PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, data + start, i - start))
+                        tokens.append(_latin1(data + start, i - start))
                     start = -1
                     digit = False
             elif t == 0:
@@ -257,7 +263,7 @@ def latin1_tokens(list parts, bytes table):
             result.append(None)
             continue
         if start >= 0 and not digit:
-            tokens.append(PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, data + start, length - start))
+            tokens.append(_latin1(data + start, length - start))
         result.append(tokens)
     return result
 

@@ -30,8 +30,8 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting import features as _features
+from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
     _main_text,
     _title_words,
@@ -96,7 +96,8 @@ def sketch(main: MainText) -> bytes:
     # The same, compiled: on the Latin-1 text itself, else on its words.
     digest = xxhash.xxh3_64_intdigest
     text = _features._separated("\n".join(parts)).lower()
-    found = compiled.latin1_sketch(text, _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED, digest)
+    table = _features._LATIN1_SKETCH_WORDS
+    found = compiled.latin1_sketch(text, table, SHINGLE, SKETCH_SEED, digest)
     if found is None:
         found = compiled.sketch(sketch_words(parts), SHINGLE, SKETCH_SEED, digest)
     return found
