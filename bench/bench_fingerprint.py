@@ -64,30 +64,28 @@ COMPILED = EX._walk
 COMPILED_TOKENS = FE._tokens
 
 
-def python_walk(fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` with the compiled walk switched off."""
+def switched_off(module, name: str, fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` with the compiled module ``module.name`` switched off (None)."""
 
     def call() -> object:
-        EX._walk = None
+        compiled = getattr(module, name)
+        setattr(module, name, None)
         try:
             return fn()
         finally:
-            EX._walk = COMPILED
+            setattr(module, name, compiled)
 
     return call
+
+
+def python_walk(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` with the compiled walk switched off."""
+    return switched_off(EX, "_walk", fn)
 
 
 def python_loops(fn: Callable[[], object]) -> Callable[[], object]:
     """``fn`` with the compiled token loops switched off."""
-
-    def call() -> object:
-        FE._tokens = None
-        try:
-            return fn()
-        finally:
-            FE._tokens = COMPILED_TOKENS
-
-    return call
+    return switched_off(FE, "_tokens", fn)
 
 
 def plain_fingerprint(root) -> int | None:

@@ -127,39 +127,48 @@ def shingles_within(list token_lists, Py_ssize_t n, object seed, object digest):
         PyMem_Free(hashes)
 
 
-def sketch(list words, Py_ssize_t n, object seed, object digest):
-    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
-    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of
-    ``words`` (UTF-8 bytes)."""
-    cdef Py_ssize_t count = len(words), i
+cdef bytes _minhash(const uint64_t* hashes, Py_ssize_t count, Py_ssize_t n):
+    """signature.sketch_of_hashes(shingle_hashes(hashes, n)) of ``count`` token
+    hashes: bin ``i`` holds a byte (1-255) of the least shingle hash whose 6
+    leading bits are ``i``, or 0."""
     cdef uint64_t least[64]
     cdef uint8_t out[64]
     cdef uint64_t h
-    cdef uint64_t* hashes
+    cdef Py_ssize_t i
     cdef int b
     for b in range(64):
         least[b] = 0
         out[b] = 0
     if count:
-        hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
-        if hashes == NULL:
-            raise MemoryError()
-        try:
-            _hash_tokens(words, hashes, seed, digest, True)
-            if count < n:
-                n = count
-            for i in range(count - n + 1):
-                h = _shingle(hashes + i, n)
-                b = <int>(h >> 58)
-                if out[b] == 0 or h < least[b]:
-                    least[b] = h
-                    out[b] = 1  # filled; the byte is set below
-        finally:
-            PyMem_Free(hashes)
+        if count < n:
+            n = count
+        for i in range(count - n + 1):
+            h = _shingle(hashes + i, n)
+            b = <int>(h >> 58)
+            if out[b] == 0 or h < least[b]:
+                least[b] = h
+                out[b] = 1  # filled; the byte is set below
         for b in range(64):
             if out[b]:
                 out[b] = <uint8_t>(least[b] % 255 + 1)
     return PyBytes_FromStringAndSize(<char*>out, 64)
+
+
+def sketch(list words, Py_ssize_t n, object seed, object digest):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
+    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of
+    ``words`` (UTF-8 bytes)."""
+    cdef Py_ssize_t count = len(words)
+    if not count:
+        return _minhash(NULL, 0, n)
+    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
+    if hashes == NULL:
+        raise MemoryError()
+    try:
+        _hash_tokens(words, hashes, seed, digest, True)
+        return _minhash(hashes, count, n)
+    finally:
+        PyMem_Free(hashes)
 
 
 def spots(list tokens, dict counts, double weight, frozenset ante):
@@ -318,14 +327,8 @@ def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object diges
         elif not inside:
             inside = True
             count += 1
-    cdef uint64_t least[64]
-    cdef uint8_t out[64]
-    cdef int b
-    for b in range(64):
-        least[b] = 0
-        out[b] = 0
     if not count:
-        return PyBytes_FromStringAndSize(<char*>out, 64)
+        return _minhash(NULL, 0, n)
     size = 16
     while size < 2 * count:
         size *= 2
@@ -335,7 +338,7 @@ def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object diges
     cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
     cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
     cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
-    cdef uint64_t key, h
+    cdef uint64_t key
     try:
         if not (starts and lengths and hashes and slots and keys):
             raise MemoryError()
@@ -367,21 +370,10 @@ def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object diges
                 slot = (slot + 1) & mask
             j += 1
             start = -1
-        if count < n:
-            n = count
-        for i in range(count - n + 1):
-            h = _shingle(hashes + i, n)
-            b = <int>(h >> 58)
-            if out[b] == 0 or h < least[b]:
-                least[b] = h
-                out[b] = 1
+        return _minhash(hashes, count, n)
     finally:
         PyMem_Free(starts)
         PyMem_Free(lengths)
         PyMem_Free(hashes)
         PyMem_Free(slots)
         PyMem_Free(keys)
-    for b in range(64):
-        if out[b]:
-            out[b] = <uint8_t>(least[b] % 255 + 1)
-    return PyBytes_FromStringAndSize(<char*>out, 64)
