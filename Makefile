@@ -130,4 +130,4 @@ bench-spark: venv java
 	$(PY) -m bench.bench_spark --n 1000000
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so build
+	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so scrapy_simhash/fingerprinting/_tokens.c scrapy_simhash/fingerprinting/_tokens.html scrapy_simhash/fingerprinting/_tokens.*.so build

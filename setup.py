@@ -1,9 +1,13 @@
-"""Build the compiled walk, ``scrapy_simhash/fingerprinting/_walk.pyx``, against lxml's C API.
+"""Build the optional compiled modules of ``scrapy_simhash/fingerprinting``.
 
-The extension is optional: where it cannot be built (no C compiler), the
-package installs as pure Python and :mod:`scrapy_simhash.fingerprinting.extract` walks the
-tree in Python, with the same results, about 1.7 times slower per fingerprint.
-Everything else is declared in pyproject.toml.
+* ``_walk.pyx``: the main-text walk, against lxml's C API;
+* ``_tokens.pyx``: the token loops (spot signatures, token hashes, shingles,
+  the sketch).
+
+Both are optional: where they cannot be built (no C compiler), the package
+installs as pure Python and :mod:`scrapy_simhash.fingerprinting.extract` and
+:mod:`scrapy_simhash.fingerprinting.features` run their Python code, with the
+same results, slower. Everything else is declared in pyproject.toml.
 """
 
 import lxml
@@ -15,7 +19,11 @@ walk = Extension(
     ["scrapy_simhash/fingerprinting/_walk.pyx"],
     include_dirs=lxml.get_include(),
 )
-extensions = cythonize([walk], language_level=3, quiet=True)
+tokens = Extension(
+    "scrapy_simhash.fingerprinting._tokens",
+    ["scrapy_simhash/fingerprinting/_tokens.pyx"],
+)
+extensions = cythonize([walk, tokens], language_level=3, quiet=True)
 for extension in extensions:
     extension.optional = True  # cythonize() does not carry it over
 setup(ext_modules=extensions)

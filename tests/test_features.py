@@ -162,10 +162,10 @@ _ALPHABET = (
 
 
 # Latin-1 (the fast path: letters, digits, spaces, the characters NFKC changes
-# such as ª ² ½ ´ ¨ µ) and the common separators outside it (’ – … and spaces).
+# such as ª ² ½ ´ ¨ µ) and the common separators outside it (’ – „ € … and spaces).
 _LATIN1_ALPHABET = (
     "aZk09_ -'\n\t\x85\xa0\xadéÀßÿ×÷ª²½´¨µº¿"
-    "\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u2009\u202f\u200b"
+    + F._SEPARATORS
 )
 
 

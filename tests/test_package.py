@@ -113,8 +113,9 @@ def test_build_sdist_and_wheel_install_in_a_clean_venv(tmp_path):
         meta = HeaderParser().parsestr(
             zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         )
-    assert any(n.startswith("scrapy_simhash/fingerprinting/_walk.") and n.endswith((".so", ".pyd"))
-               for n in names), names
+    for module in ("_walk", "_tokens"):
+        assert any(n.startswith(f"scrapy_simhash/fingerprinting/{module}.")
+                   and n.endswith((".so", ".pyd")) for n in names), names
     assert not [n for n in names if n.endswith((".c", ".pyx"))]
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "scrapy_simhash/data/antecedents.txt" in names
@@ -128,7 +129,8 @@ def test_build_sdist_and_wheel_install_in_a_clean_venv(tmp_path):
     with tarfile.open(sdist) as tf:
         members = {m.split("/", 1)[1] for m in tf.getnames() if "/" in m}
     assert {"LICENSE", "CHANGELOG.md", "setup.py",
-            "scrapy_simhash/fingerprinting/_walk.pyx", "docs/conf.py"} <= members
+            "scrapy_simhash/fingerprinting/_walk.pyx",
+            "scrapy_simhash/fingerprinting/_tokens.pyx", "docs/conf.py"} <= members
 
     # A fresh venv holding only the wheel; the dependencies come from this test's
     # environment through a .pth line (a clean install of them would take minutes).
@@ -147,10 +149,12 @@ def test_build_sdist_and_wheel_install_in_a_clean_venv(tmp_path):
     )
     code = (
         "import scrapy_simhash, scrapy_simhash.fingerprinting._walk as w\n"
+        "import scrapy_simhash.fingerprinting._tokens as t\n"
         "assert scrapy_simhash.__file__.startswith(%r), scrapy_simhash.__file__\n"
         "assert w.__file__.startswith(%r), w.__file__\n"
+        "assert t.__file__.startswith(%r), t.__file__\n"
         "print(scrapy_simhash.fingerprint(%r))\n"
-    ) % (site, site, PAGE)
+    ) % (site, site, site, PAGE)
     run = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr

@@ -24,6 +24,11 @@ from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText, extract
 
+try:  # the compiled token loops, when the package was built with them
+    from scrapy_simhash.fingerprinting import _tokens
+except ImportError:  # pragma: no cover - a pure-Python install
+    _tokens = None
+
 #: Non-antecedent tokens chained after an antecedent.
 CHAIN = 1
 #: Weight of each title feature occurrence.
@@ -56,10 +61,11 @@ _WORD_OR_MARK = re.compile(r"[\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u
 
 # A fast path for Latin-1 text, most of the web's blocks. NFKC leaves Latin-1
 # characters alone but for a few (superscripts, fractions, spacing accents...),
-# which send a text to the general path. One ``bytes.translate`` keeps word
-# characters, turns digits into \x01 (a word holding one is dropped), the few
-# characters NFKC changes into \x00, keeps the \x02 that joins texts, and
-# turns everything else into spaces.
+# which send a text to the general path (not the no-break space: NFKC makes it
+# a space). One ``bytes.translate`` keeps word characters, turns digits into
+# \x01 (a word holding one is dropped), the few characters NFKC changes into
+# \x00, keeps the \x02 that joins texts, and turns everything else into
+# spaces.
 _NFKC_CHANGED = frozenset(
     b for b in range(0xA1, 0x100) if unicodedata.normalize("NFKC", chr(b)) != chr(b)
 )
@@ -72,8 +78,12 @@ _LATIN1_WORDS = bytes(
     for b in range(256)
 )
 # Separators outside Latin-1 common in Western text (quotes, dashes, spaces,
-# bullets): NFKC keeps or makes them separators, so a space is the same.
-_SEPARATORS = "\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u2009\u202f\u200b"
+# bullets, the euro sign): NFKC keeps them, no pattern here takes them into a
+# word, and none is a combining mark, so a space is the same.
+_SEPARATORS = (
+    "\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a\u2010\u2012\u2013\u2014\u2212"
+    "\u2026\u2022\u2009\u202f\u200b\u2028\u20ac"
+)
 
 
 def tokenize(text: str) -> list[str]:
@@ -88,6 +98,10 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     joined = "\x02".join(texts)
     if joined.count("\x02") != len(texts) - 1:  # a text holds the joiner
         return [_tokenize(text) if "\x02" in text else tokenize(text) for text in texts]
+    if _tokens is not None:  # the same, compiled, and text by text
+        parts = _separated(joined).lower().split("\x02")
+        found = _tokens.latin1_tokens(parts, _LATIN1_WORDS)
+        return [_tokenize(text) if t is None else t for text, t in zip(texts, found)]
     if joined.isascii():
         data = joined.lower().encode("ascii")
     else:
@@ -111,6 +125,43 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
             words = part.decode("latin-1").split()
             append(list(filter(isalpha, words)) if b"\x01" in part else words)
     return tokens
+
+
+# The sketch's words (:mod:`scrapy_simhash.fingerprinting.signature`): ``\w+``
+# of the NFKC, lower-cased text, digits and "_" kept. Its Latin-1 fast path is
+# the one above with its own table: word characters and "_" kept, the
+# characters NFKC changes into \x00 (the general path), the rest spaces.
+_SKETCH_WORD = re.compile(r"\w+")
+_LATIN1_SKETCH_WORDS = bytes(
+    0 if b in _NFKC_CHANGED else b if chr(b).isalnum() or b == 0x5F else 0x20
+    for b in range(256)
+)
+
+
+def _separated(text: str) -> str:
+    """``text`` with the :data:`_SEPARATORS` replaced by spaces."""
+    if not text.isascii():
+        for separator in _SEPARATORS:
+            if separator in text:
+                text = text.replace(separator, " ")
+    return text
+
+
+def sketch_words(texts: Sequence[str]) -> list[bytes]:
+    """The UTF-8 words of ``texts`` joined by newlines: ``\\w+`` of their NFKC,
+    lower-cased text (digits and "_" kept), as the sketch hashes them."""
+    joined = "\n".join(texts)
+    if joined.isascii():
+        return joined.lower().encode("ascii").translate(_LATIN1_SKETCH_WORDS).split()
+    try:
+        data = _separated(joined).lower().encode("latin-1").translate(_LATIN1_SKETCH_WORDS)
+    except UnicodeEncodeError:  # the general path
+        data = b"\x00"
+    if b"\x00" in data:
+        words = _SKETCH_WORD.findall(unicodedata.normalize("NFKC", joined).lower())
+        return [word.encode("utf-8", "surrogatepass") for word in words]
+    # bytes.split() splits at ASCII whitespace only, never inside a UTF-8 character
+    return data.decode("latin-1").encode("utf-8").split()
 
 
 def _tokenize(text: str) -> list[str]:
@@ -162,6 +213,9 @@ def spots(tokens: list[str], counts: dict[str, float], weight: float = 1.0) -> N
     ante = antecedents()
     get = counts.get
     if CHAIN == 1:
+        if _tokens is not None and type(tokens) is list:
+            _tokens.spots(tokens, counts, weight, ante)
+            return
         following = None
         for token in reversed(tokens):
             if token in ante:
@@ -195,13 +249,20 @@ def title_words(title: str) -> list[str]:
     a trailing one-word note such as ``(print)``: ``"Night trains | Rail News"``
     and ``"Night trains are back - Rail News (print)"`` give the page's own
     title; the site name that templates add to it is left out."""
+    return list(_title_words(title))
+
+
+@lru_cache(maxsize=64)
+def _title_words(title: str) -> tuple[str, ...]:
+    """:func:`title_words`, kept for the few titles last seen: the fingerprint
+    and the sketch both read a page's title."""
     parts = _TITLE_PARTS.split(_TITLE_NOTE.sub("", title))
     best: list[str] = []
     for part in parts:
         tokens = tokenize(part)
         if len(tokens) > len(best):
             best = tokens
-    return best
+    return tuple(best)
 
 
 def spot_count(tokens: list[str]) -> int:
@@ -221,6 +282,8 @@ def spot_count(tokens: list[str]) -> int:
 def _spot_counts(token_lists: list[list[str]]) -> list[int]:
     """``[spot_count(t) for t in token_lists]``, with the antecedent look-ups
     done at C speed: a list's antecedents before its last other token."""
+    if _tokens is not None and type(token_lists) is list:
+        return _tokens.spot_counts(token_lists, antecedents())
     ante = antecedents().__contains__
     counts = []
     for tokens in token_lists:
@@ -286,15 +349,15 @@ def analyse_main_text(
     # A chain may run into the next block only after a block's last word.
     spots(words, counts)
     spot_features = len(counts)  # the other keys hold a ":", spots never do
-    title = title_words(main.title)
+    title = _title_words(main.title)
     for token in title:
         key = "title:" + token
         counts[key] = counts.get(key, 0.0) + TITLE_WEIGHT
     # A headline repeating the title counts once: layouts without an <h1>
     # (printer versions, syndicated copies) then weigh the same.
     in_title = frozenset(title)
-    for heading in main.headings:
-        for token in tokenize(heading):
+    for heading in tokenize_many(main.headings):
+        for token in heading:
             if token not in in_title:
                 key = "h:" + token
                 counts[key] = counts.get(key, 0.0) + HEADING_WEIGHT
@@ -375,9 +438,32 @@ def token_hashes(tokens: Sequence[str], seed: int = 0) -> np.ndarray:
     """xxh3_64 of each token (``uint64``), each distinct token hashed once."""
     if not tokens:
         return np.zeros(0, dtype=np.uint64)
+    if _tokens is not None and type(tokens) is list:
+        return _tokens.token_hashes(tokens, seed, xxhash.xxh3_64_intdigest)
     digest = xxhash.xxh3_64_intdigest
     table = {t: digest(t.encode("utf-8", "surrogatepass"), seed) for t in set(tokens)}
     return np.fromiter(map(table.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def feature_hashes(features: Mapping[str, float], seed: int = 0) -> np.ndarray:
+    """xxh3_64 of each feature's UTF-8 text (``uint64``), in the mapping's order."""
+    digest = xxhash.xxh3_64_intdigest
+    if _tokens is not None and type(features) is dict:
+        return _tokens.feature_hashes(features, seed, digest)
+    return np.fromiter(
+        (digest(f.encode("utf-8", "surrogatepass"), seed) for f in features),
+        dtype=np.uint64,
+        count=len(features),
+    )
+
+
+def word_hashes(words: Sequence[bytes], seed: int = 0) -> np.ndarray:
+    """:func:`token_hashes` of tokens given as their UTF-8 bytes."""
+    if not words:
+        return np.zeros(0, dtype=np.uint64)
+    digest = xxhash.xxh3_64_intdigest
+    table = {w: digest(w, seed) for w in set(words)}
+    return np.fromiter(map(table.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
 def shingle_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
@@ -404,6 +490,16 @@ def content_hashes(
     within each preformatted block. Tokens holding digits are left out, as in
     spots (dates and counters do not move the fingerprint)."""
     return _content(main, tokens, seed)[0]
+
+
+def _all_tokens(main: MainText, tokens: Mapping[str, list[str]]) -> Mapping[str, list[str]]:
+    """``tokens`` with the blocks and preformatted blocks of ``main`` it lacks
+    tokenized (in one batch), so that the features and the content features
+    need not tokenize them each."""
+    missing = [text for text in (*main.blocks, *main.code) if text not in tokens]
+    if not missing:
+        return tokens
+    return {**tokens, **dict(zip(missing, tokenize_many(missing)))}
 
 
 def _content(
@@ -433,6 +529,8 @@ def _shingles_within(token_lists: list[list[str]], n: int, seed: int) -> np.ndar
     the next left out."""
     if not token_lists:
         return np.zeros(0, dtype=np.uint64)
+    if _tokens is not None and type(token_lists) is list:
+        return _tokens.shingles_within(token_lists, n, seed, xxhash.xxh3_64_intdigest)
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     hashes = token_hashes([t for tokens in token_lists for t in tokens], seed)
     if n == 1:

@@ -21,9 +21,11 @@ from lxml import etree
 
 from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
+    _all_tokens,
     _content,
     _main_text,
     analyse_main_text,
+    feature_hashes,
     page_features,
 )
 
@@ -129,6 +131,8 @@ def fingerprint_of(
     features than ``min_features``, or than one per
     :data:`TOKENS_PER_FEATURE` tokens of main text (a fingerprint resting on a
     few features out of a long page is fragile)."""
+    if tokens is not None:
+        tokens = _all_tokens(main, tokens)
     _, feats, count = analyse_main_text(main, tokens)
     content, size = _content(main, tokens, seed)
     content = np.unique(content)
@@ -145,12 +149,7 @@ def fingerprint_of(
         else:
             reason = f"{count} features, fewer than min_features={min_features}"
         return FingerprintResult(None, count, reason)
-    digest = xxhash.xxh3_64_intdigest
-    hashes = np.fromiter(
-        (digest(f.encode("utf-8", "surrogatepass"), seed) for f in feats),
-        dtype=_LE_U64,
-        count=len(feats),
-    )
+    hashes = feature_hashes(feats, seed)
     weights = np.fromiter(feats.values(), dtype=np.float64, count=len(feats))
     return FingerprintResult(
         simhash_hashes(

@@ -27,14 +27,18 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
+import xxhash
 from lxml import etree
 
+from scrapy_simhash.fingerprinting import features as _features
 from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
     _main_text,
+    _title_words,
     shingle_hashes,
+    sketch_words,
     title_words,
-    token_hashes,
+    word_hashes,
 )
 from scrapy_simhash.fingerprinting.hashing import (
     DEFAULT_MIN_FEATURES,
@@ -74,15 +78,29 @@ class Signature(NamedTuple):
 def sketch_tokens(main: MainText) -> list[str]:
     """The words the sketch is made of: the title's own part, the headings,
     the body blocks and preformatted blocks, in order, lower-cased, digits
-    kept."""
+    kept (:func:`sketch` takes them as UTF-8 from
+    :func:`~scrapy_simhash.fingerprinting.features.sketch_words`, faster; this is
+    the reference)."""
     text = "\n".join((" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code))
     return _WORDS.findall(unicodedata.normalize("NFKC", text).lower())
 
 
 def sketch(main: MainText) -> bytes:
     """The sketch of a main text's word :data:`SHINGLE`-shingles
-    (:func:`sketch_of_hashes`)."""
-    return sketch_of_hashes(shingle_hashes(token_hashes(sketch_tokens(main), SKETCH_SEED), SHINGLE))
+    (:func:`sketch_of_hashes`) of the words of :func:`sketch_tokens`."""
+    parts = (" ".join(_title_words(main.title)), *main.headings, *main.blocks, *main.code)
+    compiled = _features._tokens
+    if compiled is None:
+        words = sketch_words(parts)
+        return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
+    # The same, compiled: on the Latin-1 text itself, else on its words.
+    digest = xxhash.xxh3_64_intdigest
+    text = _features._separated("\n".join(parts)).lower()
+    table = _features._LATIN1_SKETCH_WORDS
+    found = compiled.latin1_sketch(text, table, SHINGLE, SKETCH_SEED, digest)
+    if found is None:
+        found = compiled.sketch(sketch_words(parts), SHINGLE, SKETCH_SEED, digest)
+    return found
 
 
 def sketch_of_hashes(hashes: np.ndarray) -> bytes:

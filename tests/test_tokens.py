@@ -1,0 +1,219 @@
+"""The compiled token loops (``scrapy_simhash.fingerprinting._tokens``) and the
+sketch's word fast path against the Python code they replace.
+
+Each compiled function must return exactly what its Python reference returns:
+on generated tokens and text (hypothesis, any Unicode) and on the signatures
+(fingerprint, feature count, sketch) of every corpus web page and of pages of
+each documentation site.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import re
+import unicodedata
+from contextlib import contextmanager
+
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluation.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages
+from scrapy_simhash.fingerprinting.extract import MainText, parse_html
+
+F = importlib.import_module("scrapy_simhash.fingerprinting.features")
+SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
+
+COMPILED = F._tokens
+needs_compiled = pytest.mark.skipif(
+    COMPILED is None,
+    reason="scrapy_simhash.fingerprinting._tokens is not built (pure-Python install)",
+)
+needs_corpus = pytest.mark.skipif(corpus_dir() is None, reason=ABSENT_REASON)
+DIGEST = xxhash.xxh3_64_intdigest
+
+
+@contextmanager
+def python_loops():
+    """The Python code instead of the compiled loops."""
+    F._tokens = None
+    try:
+        yield
+    finally:
+        F._tokens = COMPILED
+
+
+# Tokens as the tokenizer makes them, antecedents among them, and any Unicode
+# (lone surrogates included: they are hashed with surrogatepass).
+_WORDS = st.sampled_from(["the", "is", "a", "of", "cat", "dog", "の", "猫", "straße", "x"])
+_TOKENS = st.lists(_WORDS | st.text(min_size=1, max_size=6), max_size=40)
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(_TOKENS, st.sampled_from([1.0, 2.0, 3.0]))
+def test_spots_match(tokens, weight):
+    compiled: dict[str, float] = {"the cat": 1.0}
+    F.spots(tokens, compiled, weight)
+    with python_loops():
+        reference: dict[str, float] = {"the cat": 1.0}
+        F.spots(tokens, reference, weight)
+    assert list(compiled.items()) == list(reference.items())
+
+
+@needs_compiled
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TOKENS, max_size=6))
+def test_spot_counts_match(token_lists):
+    compiled = F._spot_counts(token_lists)
+    with python_loops():
+        assert compiled == F._spot_counts(token_lists)
+
+
+@needs_compiled
+def test_token_lists_of_any_sequence():
+    """Token lists given as tuples: the same as lists, compiled or not."""
+    lists = [("the", "cat", "is", "a", "cat"), ("a",), ()]
+    assert F._spot_counts(lists) == [F.spot_count(list(t)) for t in lists]
+    compiled = F._shingles_within(lists, 2, 7)
+    with python_loops():
+        assert compiled.tolist() == F._shingles_within(lists, 2, 7).tolist()
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(_TOKENS, st.integers(0, 2**64 - 1))
+def test_token_hashes_match(tokens, seed):
+    compiled = F.token_hashes(tokens, seed)
+    with python_loops():
+        reference = F.token_hashes(tokens, seed)
+    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TOKENS, max_size=6), st.integers(1, 6), st.integers(0, 2**64 - 1))
+def test_shingles_within_match(token_lists, n, seed):
+    compiled = F._shingles_within(token_lists, n, seed)
+    with python_loops():
+        reference = F._shingles_within(token_lists, n, seed)
+    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+
+
+@needs_compiled
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), st.floats(0, 9)), st.integers(0, 2**64 - 1))
+def test_feature_hashes_match(features, seed):
+    compiled = F.feature_hashes(features, seed)
+    with python_loops():
+        reference = F.feature_hashes(features, seed)
+    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(_TOKENS, st.integers(1, 6), st.integers(0, 2**64 - 1))
+def test_sketch_matches(tokens, n, seed):
+    words = [t.encode("utf-8", "surrogatepass") for t in tokens]
+    reference = SG.sketch_of_hashes(F.shingle_hashes(F.token_hashes(tokens, seed), n))
+    assert COMPILED.sketch(words, n, seed, DIGEST) == reference
+
+
+# ---------------------------------------------------------------- the sketch's words
+
+def _reference_words(texts: list[str]) -> list[bytes]:
+    """The sketch's words as :func:`SG.sketch_tokens` reads them (the reference)."""
+    text = unicodedata.normalize("NFKC", "\n".join(texts)).lower()
+    return [w.encode("utf-8", "surrogatepass") for w in re.findall(r"\w+", text)]
+
+
+# Latin-1 (the fast path, with the characters NFKC changes), the separators it
+# replaces, and other scripts, marks and compatibility forms (the general path).
+_LATIN1 = "aZk09_ -'\n\t\x85\xa0\xadéÀßÿ×÷ª²½´¨µº¿" + F._SEPARATORS
+_ANY = "aZ9_ éßİΣσ²½Ⅻﬁ\u0301\u0307٣३क\u093fษ\u0e31東は・ｶ한Ａ\u212a\u2033\u2011"
+_TEXTS = st.lists(st.text(alphabet=_LATIN1, max_size=30), max_size=6) | st.lists(
+    st.text(alphabet=_LATIN1 + _ANY, max_size=30) | st.text(max_size=10), max_size=6
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEXTS)
+def test_sketch_words_match_reference(texts):
+    assert F.sketch_words(texts) == _reference_words(texts)
+
+
+@needs_compiled
+@settings(max_examples=600, deadline=None)
+@given(_TEXTS)
+def test_tokenize_many_matches(texts):
+    compiled = F.tokenize_many(texts)
+    with python_loops():
+        assert compiled == F.tokenize_many(texts)
+
+
+@needs_compiled
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=_LATIN1 + _ANY, max_size=30), _TEXTS, _TEXTS, _TEXTS)
+def test_sketch_of_main_text_matches(title, headings, blocks, code):
+    main = MainText(title, headings, blocks, code)
+    compiled = SG.sketch(main)
+    with python_loops():
+        assert compiled == SG.sketch(main)
+
+
+@needs_compiled
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b9", "é", "Ab", "x_y", "ÿ", "2", "the"]),
+                         max_size=300).map(" ".join), max_size=4))
+def test_sketch_of_many_repeated_words_matches(blocks):
+    """Long texts of a few words: the compiled sketch's table of words seen."""
+    main = MainText("", [], blocks, [])
+    compiled = SG.sketch(main)
+    with python_loops():
+        assert compiled == SG.sketch(main)
+
+
+def test_separators_are_separators_everywhere():
+    """Each separator the fast paths turn into a space is, and stays after NFKC,
+    a separator for the fingerprint's tokenizer and for the sketch's ``\\w+``,
+    and no combining mark (nothing joins it to its neighbours)."""
+    for char in F._SEPARATORS:
+        assert ord(char) > 0xFF
+        for c in {char, *unicodedata.normalize("NFKC", char)}:
+            assert unicodedata.category(c)[0] not in "LMN" and not unicodedata.combining(c), char
+            assert not re.match(r"\w", c) and not F._WORD_OR_MARK.match(c), char
+
+
+# ---------------------------------------------------------------- whole pages
+
+
+def _pages() -> list:
+    pages = [path for _url, path, _ann in web_pages()]
+    rng = random.Random(12)
+    for site in ("python-3.11", "django-3.2", "cmake-3.25", "libstdc++-12", "postgresql-15",
+                 "git-2.39"):
+        found = site_pages(site)
+        pages += rng.sample(found, min(25, len(found)))
+    return pages
+
+
+@needs_compiled
+@needs_corpus
+def test_corpus_signatures_match():
+    """Fingerprint, feature count, reason and sketch of every corpus web page and
+    of pages of each documentation site: compiled loops and Python alike, and
+    the sketch's words equal to :func:`SG.sketch_tokens` (the reference)."""
+    pages = _pages()
+    assert len(pages) > 400
+    for path in pages:
+        root = parse_html(path.read_bytes())
+        compiled = SG.signature_details(root)
+        with python_loops():
+            assert SG.signature_details(root) == compiled, path
+        main, _ = F._main_text(root, None)
+        parts = (" ".join(F.title_words(main.title)), *main.headings, *main.blocks, *main.code)
+        assert F.sketch_words(parts) == [
+            w.encode("utf-8", "surrogatepass") for w in SG.sketch_tokens(main)
+        ], path
