@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import random
+import re
 import subprocess
 from itertools import combinations
 
@@ -41,11 +43,28 @@ def pipeline(*commands, cwd=None):
     return out, [p.returncode for p in procs], errors
 
 
+def numbered(seed):
+    """Article 0 with a number after every second word of its paragraphs, drawn from
+    ``seed``: two seeds give pages the fingerprint cannot tell apart (it leaves digits
+    out) whose content differs (the sketch sees the numbers), as "Visual Studio 6"
+    and "Visual Studio 8 2005" did in issue 12."""
+    rng = random.Random(seed)
+
+    def paragraph(m):
+        words = m.group(1).split(" ")
+        return "<p>" + " ".join(
+            f"{w} {rng.randint(100, 99999)}" if i % 2 else w for i, w in enumerate(words)
+        ) + "</p>"
+
+    return re.sub(r"<p>(.*?)</p>", paragraph, article_html(0, words=1200))
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """Real HTML files: articles, edited copies (1-3 bits away for most), an exact
-    copy, a thin page without a fingerprint; and the library's fingerprints of them."""
-    from scrapy_simhash import fingerprint
+    copy, two pages whose fingerprints agree but whose numbers differ, a thin page
+    without a fingerprint; and the library's signatures of them."""
+    from scrapy_simhash import signature
 
     root = tmp_path_factory.mktemp("cli-chain")
     pages = root / "pages"
@@ -56,52 +75,89 @@ def site(tmp_path_factory):
         (pages / f"a{seed}-edited.html").write_text(
             html.replace("</p>", " And then the lantern was quiet. </p>", 2))
     (pages / "a0-copy.html").write_text(article_html(0, words=1200))
+    (pages / "n1.html").write_text(numbered(1))
+    (pages / "n2.html").write_text(numbered(2))
     (pages / "thin.html").write_text("<html><body><p>Hello there.</p></body></html>")
-    fps = {}
+    sigs = {}
     for path in sorted(pages.iterdir()):
-        fp = fingerprint(path.read_bytes())
-        if fp is not None:
-            fps[str(path.relative_to(root))] = fp
-    return root, fps
+        sig = signature(path.read_bytes())
+        if sig is not None:
+            sigs[str(path.relative_to(root))] = sig
+    return root, sigs
 
 
-def expected_pairs(fps, k=3):
+def fingerprints_of(sigs):
+    return {key: sig.fingerprint for key, sig in sigs.items()}
+
+
+def expected_pairs(sigs, confirm=True, k=None):
+    """The pairs a crawl decides (``is_duplicate``), or with ``confirm=False`` the
+    fingerprint pairs within ``k`` (default 3), as find-all without sketches."""
+    from scrapy_simhash import is_duplicate
+
     pairs = {}
-    for (ka, fa), (kb, fb) in combinations(sorted(fps.items()), 2):
-        if (fa ^ fb).bit_count() <= k:
-            pairs[(ka, kb)] = (fa ^ fb).bit_count()
+    for (ka, a), (kb, b) in combinations(sorted(sigs.items()), 2):
+        d = (a.fingerprint ^ b.fingerprint).bit_count()
+        if is_duplicate(a, b, k=k) if confirm else d <= (3 if k is None else k):
+            pairs[(ka, kb)] = d
     return pairs
 
 
+NUMBERED = ("pages/n1.html", "pages/n2.html")
+
+
 def test_fingerprint_pipes_into_find_all(site):
-    root, fps = site
-    want = expected_pairs(fps)
+    """The chain decides as a crawl does: a copy and edited copies are pairs, two
+    pages whose fingerprints agree but whose content differs are not."""
+    root, sigs = site
+    fps = fingerprints_of(sigs)
+    want = expected_pairs(sigs)
     assert any(1 <= d <= 3 for d in want.values())  # near, not only identical
     assert want[("pages/a0-copy.html", "pages/a0.html")] == 0
+    assert (fps[NUMBERED[0]] ^ fps[NUMBERED[1]]).bit_count() <= 6  # a candidate...
+    assert NUMBERED not in want  # ...that the sketches refuse
     out, codes, errors = pipeline(["fingerprint", "pages"], ["find-all"], cwd=root)
     assert codes == [0, 0], errors
     names, rows = table(out)
     assert names == ["key_a", "key_b", "distance", "fingerprint_a", "fingerprint_b"]
     got = {(a, b): int(d) for a, b, d, _, _ in rows}
     assert got == want
+    assert ("pages/a0-copy.html", "pages/a0.html") in got and NUMBERED not in got
     for a, b, _, fa, fb in rows:  # keys carried with their own fingerprints
         assert (int(fa, 16), int(fb, 16)) == (fps[a], fps[b])
-    assert errors[1] == "scrapy-simhash: <stdin>: 1 row without a fingerprint ('-') skipped\n"
+    assert errors[1].splitlines() == [
+        "scrapy-simhash: <stdin>: 1 row without a fingerprint ('-') skipped",
+        f"scrapy-simhash: {len(want)} pairs within 6 bits confirmed by their sketches, as a "
+        f"crawl decides ({len(expected_pairs(sigs, False, 6)) - len(want)} candidate"
+        f"{'' if len(expected_pairs(sigs, False, 6)) - len(want) == 1 else 's'} not confirmed)"]
+
+    # the raw fingerprint pairs on request: the numbered pages pair at distance 0
+    out, codes, errors = pipeline(["fingerprint", "pages"], ["find-all", "--no-confirm"],
+                                  cwd=root)
+    assert codes == [0, 0], errors
+    got = {(a, b): int(d) for a, b, d, _, _ in table(out)[1]}
+    assert got == expected_pairs(sigs, confirm=False) and got[NUMBERED] == 0
+    assert "confirm" not in errors[1]  # asked for: nothing said
 
 
 @pytest.mark.parametrize("flags", [["--json"], ["--decimal"], ["--no-header"],
                                    ["--json", "--decimal"]])
 def test_every_fingerprint_output_chains(site, flags):
-    root, fps = site
+    """Sketches travel in every form that names its columns; without a header a
+    list is fingerprint-only, and find-all says so."""
+    root, sigs = site
     out, codes, errors = pipeline(["fingerprint", "pages", *flags], ["find-all", "--json"],
                                   cwd=root)
     assert codes == [0, 0], errors
     got = {(r["key_a"], r["key_b"]): r["distance"] for r in map(json.loads, out.splitlines())}
-    assert got == expected_pairs(fps)
+    confirm = "--no-header" not in flags
+    assert got == expected_pairs(sigs, confirm)
+    assert ("no sketch column" in errors[1]) is not confirm
 
 
 def test_clusters_list_keys_once(site):
-    root, fps = site
+    root, sigs = site
+    fps = fingerprints_of(sigs)
     out, codes, errors = pipeline(["fingerprint", "pages", "pages"], ["clusters"], cwd=root)
     assert codes == [0, 0], errors
     names, rows = table(out)
@@ -113,19 +169,24 @@ def test_clusters_list_keys_once(site):
     for members in clusters.values():  # every page given twice, listed once
         assert len(members) == len(set(members)) == int(
             next(r[1] for r in rows if r[2] == members[0]))
-    linked = {frozenset(p) for p in expected_pairs(fps)}
+    linked = {frozenset(p) for p in expected_pairs(sigs)}
     for members in clusters.values():
         assert len(members) > 1
         assert any(frozenset((a, b)) in linked for a, b in combinations(members, 2))
+    # confirmed edges only: the numbered pages (distance 0) are in no cluster together
+    assert not any(set(NUMBERED) <= set(m) for m in clusters.values())
+    assert "clusters linked by pairs within 6 bits confirmed" in errors[1]
 
 
 def test_simhash_cpp_format_still_produced_and_read(site):
-    root, fps = site
+    root, sigs = site
+    fps = fingerprints_of(sigs)
     out, codes, errors = pipeline(["fingerprint", "pages", "--simhash-cpp"],
                                   ["find-all", "--simhash-cpp"], cwd=root)
     assert codes == [0, 0], errors
+    assert "no sketch column" in errors[1]  # simhash-cpp's input carries none
     got = {tuple(json.loads(line)) for line in out.splitlines()}
-    want = {tuple(sorted((fps[a], fps[b]))) for a, b in expected_pairs(fps)}
+    want = {tuple(sorted((fps[a], fps[b]))) for a, b in expected_pairs(sigs, confirm=False)}
     values = list(fps.values())
     want |= {(v, v) for v in set(values) if values.count(v) > 1}
     assert got == want
@@ -134,25 +195,40 @@ def test_simhash_cpp_format_still_produced_and_read(site):
 
 
 def test_query_a_crawl_state_with_fingerprint_output(site, tmp_path):
-    root, fps = site
+    """`fingerprint | query --index JOBDIR` confirms each match with the state's
+    sketches, as the crawl that wrote the state would have decided."""
+    from scrapy_simhash import is_duplicate
+
+    root, sigs = site
+    fps = fingerprints_of(sigs)
     keys = sorted(fps)
-    stored = [k for k in keys if not k.endswith(("-edited.html", "-copy.html"))]
+    stored = [k for k in keys if not k.endswith(("-edited.html", "-copy.html", "n2.html"))]
     jobdir = tmp_path / "job"
     jobdir.mkdir()
     make_state(jobdir / "simhash.seen", [fps[k] for k in stored],
-               [f"https://example.com/{k}" for k in stored])
+               [f"https://example.com/{k}" for k in stored], [sigs[k].sketch for k in stored])
     out, codes, errors = pipeline(["fingerprint", "pages"],
                                   ["query", "--index", jobdir, "--json"], cwd=root)
     assert codes == [0, 0], errors
     rows = [json.loads(line) for line in out.splitlines()]
     assert {r["key"] for r in rows} == set(keys)
+    got = set()
     for r in rows:
         assert r["query"] == f"{fps[r['key']]:016x}"
         if r["match"] is not None:
             stored_key = r["url"].removeprefix("https://example.com/")
-            assert r["distance"] == (fps[stored_key] ^ fps[r["key"]]).bit_count() <= 3
+            assert r["distance"] == (fps[stored_key] ^ fps[r["key"]]).bit_count() <= 6
+            got.add((r["key"], stored_key))
+    assert got == {(q, k) for q in keys for k in stored if is_duplicate(sigs[q], sigs[k])}
     matched = {r["key"] for r in rows if r["match"] is not None}
     assert set(stored) <= matched  # each stored page finds itself
+    assert "pages/n2.html" not in matched  # n1 is stored at distance 0, and not confirmed
+    assert "matches within 6 bits confirmed by their sketches" in errors[1]
+    out, codes, errors = pipeline(["fingerprint", "pages"],
+                                  ["query", "--index", jobdir, "--json", "--no-confirm"],
+                                  cwd=root)
+    assert "https://example.com/pages/n1.html" in {
+        r["url"] for r in map(json.loads, out.splitlines()) if r["key"] == "pages/n2.html"}
     # the hex that `fingerprint` printed is accepted as an argument
     fp = fps["pages/a1.html"]
     proc = run("query", f"{fp:016x}", "--index", jobdir, check=0)
