@@ -12,7 +12,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.cli import fingerprints
@@ -317,3 +317,178 @@ def test_drop_log_is_a_fingerprint_list(tmp_path):
                                    "17442390472229126550"])
 def test_one_fingerprint_in_every_notation(value):
     assert fingerprints.parse_fingerprint(value) == 0xf20fd1b882e00196
+
+
+# -- sketches: the format, and pairs confirmed as a crawl confirms them -------------------
+
+SKETCH = 64
+sketch_bytes = st.binary(min_size=SKETCH, max_size=SKETCH)
+#: these examples draw many bytes: slow generation on a busy machine is no failure
+BIG_EXAMPLES = settings(deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(BIG_EXAMPLES, max_examples=100)
+@given(st.lists(st.tuples(keys, st.integers(0, 2**64 - 1), st.none() | sketch_bytes),
+                min_size=1, max_size=40),
+       st.sampled_from([1, 7, 300, 1 << 22]))
+def test_sketches_read_back(rows, chunk):
+    """Keys, fingerprints and sketches come back in order, whatever the block
+    boundaries; '-' is a row without a sketch."""
+    arr = np.array([r[1] for r in rows], dtype=U64)
+    present = [r[2] for r in rows if r[2] is not None]
+    written = fingerprints.format_sketches(
+        np.frombuffer(b"".join(present), np.uint8).reshape(-1, SKETCH))
+    assert written == [s.hex() for s in present]
+    cells = iter(written)
+    text = "#source\tfingerprint\tnote\tsketch\n" + "".join(
+        f"{k}\t{fp}\t-\t{'-' if s is None else next(cells)}\n"
+        for (k, _, s), fp in zip(rows, fingerprints.format_fingerprints(arr)))
+    reader = fingerprints._Reader("t", Problems(stream=io.StringIO()), "auto")
+    data = text.encode()
+    start = 0
+    while start < len(data):
+        cut = data.find(b"\n", start + chunk - 1)
+        cut = len(data) if cut < 0 else cut + 1
+        reader.block(data[start:cut])
+        start = cut
+    got = reader.result()
+    back = sorted(zip([got.keys[i] for i in range(len(got.keys))], got.fingerprints.tolist(),
+                      [None if got.sketches is None else got.sketches[i].tobytes()
+                       for i in range(len(got.fingerprints))]))
+    zero = bytes(SKETCH)
+    assert back == sorted((k, fp, zero if s is None and present else s) for k, fp, s in rows)
+    assert got.unsketched == sum(s is None for *_, s in rows)
+    assert got.confirmable == all(s is not None for *_, s in rows)
+
+
+def test_sketches_in_json_lines_and_bad_sketches():
+    sketch = bytes(range(1, 65))
+    text = (json.dumps({"url": "http://a/1", "fingerprint": "f20fd1b882e00196",
+                        "sketch": sketch.hex()}) + "\n"
+            + json.dumps({"url": "http://a/2", "fingerprint": "f20fd1b882e00197",
+                          "sketch": "ab"}) + "\n"
+            + json.dumps({"url": "http://a/3", "fingerprint": "f20fd1b882e00198",
+                          "sketch": None}) + "\n")
+    problems = Problems(stream=io.StringIO())
+    got = fingerprints.read_fingerprint_list(io.BytesIO(text.encode()), "t", problems)
+    assert got.fingerprints.tolist() == [0xf20fd1b882e00196, 0xf20fd1b882e00198]
+    assert got.sketches[0].tobytes() == sketch and not got.sketches[1].any()
+    assert got.unsketched == 1 and not got.confirmable
+    assert problems.stream.getvalue() == "scrapy-simhash: t:2: not a sketch: 'ab' (128 hex digits)\n"
+    # in a table: a bad sketch makes a bad line, reported and skipped
+    text = ("#url\tfingerprint\tsketch\n"
+            f"http://a/1\tf20fd1b882e00196\t{sketch.hex()}\n"
+            f"http://a/2\tf20fd1b882e00197\t{sketch.hex()[:-1]}x\n"
+            f"http://a/3\tf20fd1b882e00198\t{sketch.hex()}0\n"
+            f"http://a/4\t f20fd1b882e00199\t{sketch.hex().upper()}\n")
+    problems = Problems(stream=io.StringIO())
+    got = fingerprints.read_fingerprint_list(io.BytesIO(text.encode()), "t", problems)
+    assert got.fingerprints.tolist() == [0xf20fd1b882e00196, 0xf20fd1b882e00199]
+    assert [got.sketches[i].tobytes() for i in range(2)] == [sketch, sketch]
+    assert got.confirmable
+    assert [line.split(": ")[1] for line in problems.stream.getvalue().splitlines()] == [
+        "t:3", "t:4"]
+    with pytest.raises(Exception, match="t:3: not a sketch"):
+        fingerprints.read_fingerprint_list(io.BytesIO(text.encode()), "t", Problems(strict=True))
+
+
+def test_a_list_partly_sketched_is_decided_on_fingerprints(tmp_path):
+    """One fingerprint without its sketch: no pair is confirmed, all are decided as
+    before (k=3), and stderr says why, once."""
+    sketch = bytes(range(1, 65))
+    src = tmp_path / "list.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"url": "http://a/1", "fingerprint": "0000000000000000", "sketch": sketch.hex()},
+        {"url": "http://a/2", "fingerprint": "0000000000000007", "sketch": bytes(64).hex()},
+        {"url": "http://a/3", "fingerprint": "000000000000000f"})))
+    proc = run("find-all", "-i", src, check=0)
+    assert [r[:3] for r in table(proc.stdout)[1]] == [
+        ["http://a/1", "http://a/2", "3"], ["http://a/2", "http://a/3", "1"]]
+    assert proc.stderr.splitlines() == [
+        f"scrapy-simhash: {src}: 1 of 3 fingerprints have no sketch: pairs decided on "
+        "fingerprints alone within 3 bits, not confirmed by sketches as a crawl does "
+        "(`scrapy-simhash fingerprint` writes them; --no-confirm silences this)"]
+
+
+@st.composite
+def signed_rows(draw):
+    """Rows near a few bases: fingerprints a few bits apart, sketches a few bins apart
+    (some emptied), so that candidates within k both confirm and do not."""
+    bases = draw(st.lists(st.tuples(st.integers(0, 2**64 - 1), sketch_bytes),
+                          min_size=1, max_size=4))
+    rows = []
+    for _ in range(draw(st.integers(1, 30))):
+        fp, sketch = bases[draw(st.integers(0, len(bases) - 1))]
+        for bit in draw(st.lists(st.integers(0, 63), max_size=8)):
+            fp ^= 1 << bit
+        sketch = bytearray(sketch)
+        for at, value in draw(st.lists(st.tuples(st.integers(0, 63), st.integers(0, 255)),
+                                       max_size=40)):
+            sketch[at] = value
+        if draw(st.integers(0, 20)) == 0:
+            sketch = bytearray(SKETCH)  # an empty sketch confirms nothing
+        rows.append((fp, bytes(sketch)))
+    return rows
+
+
+def brute_confirmed(rows, k):
+    """{i < j: hamming <= k and the sketches confirm}: the crawl's decision, pair by pair."""
+    from scrapy_simhash import Signature, is_duplicate
+
+    return {(i, j) for i, j in combinations(range(len(rows)), 2)
+            if is_duplicate(Signature(*rows[i]), Signature(*rows[j]), k=k)}
+
+
+def run_main(*args):
+    from scrapy_simhash.cli import main
+
+    return main([str(a) for a in args])
+
+
+@settings(BIG_EXAMPLES, max_examples=60)
+@given(signed_rows(), st.none() | st.integers(0, 10))
+def test_confirmed_pairs_and_clusters_match_brute_force(rows, k):
+    """find-all and clusters on a list with sketches give exactly the pairs the
+    crawl's decision gives, and clusters linked by those pairs only."""
+    import tempfile
+    from pathlib import Path
+
+    pairs = brute_confirmed(rows, 6 if k is None else k)
+    distance = [] if k is None else ["-d", k]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "list.txt", Path(tmp) / "out.txt"
+        src.write_text("#key\tfingerprint\tsketch\n" + "".join(
+            f"r{i:02d}\t{fp:016x}\t{s.hex()}\n" for i, (fp, s) in enumerate(rows)))
+        assert run_main("find-all", "-i", src, "-o", out, "--json", *distance) == 0
+        got = {(r["key_a"], r["key_b"]): r["distance"]
+               for r in map(json.loads, out.read_text().splitlines())}
+        assert got == {(f"r{i:02d}", f"r{j:02d}"): (rows[i][0] ^ rows[j][0]).bit_count()
+                       for i, j in pairs}
+
+        assert run_main("clusters", "-i", src, "-o", out, "--json", *distance) == 0
+        clusters = {}
+        for r in map(json.loads, out.read_text().splitlines()):
+            clusters.setdefault(r["cluster"], set()).add(int(r["key"][1:]))
+        parent = list(range(len(rows)))
+
+        def find(x):
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for i, j in pairs:
+            parent[find(i)] = find(j)
+        want = {}
+        for i in range(len(rows)):
+            want.setdefault(find(i), set()).add(i)
+        assert sorted(map(sorted, clusters.values())) == sorted(
+            sorted(g) for g in want.values() if len(g) > 1)
+
+        # without keys: each pair of fingerprint values once
+        src.write_text("#fingerprint\tsketch\n" + "".join(
+            f"{fp:016x}\t{s.hex()}\n" for fp, s in rows))
+        assert run_main("find-all", "-i", src, "-o", out, "--simhash-cpp", *distance) == 0
+        got = {tuple(json.loads(line)) for line in out.read_text().splitlines()}
+        assert got == {tuple(sorted((rows[i][0], rows[j][0]))) for i, j in pairs}
+        assert len(out.read_text().splitlines()) == len(got)

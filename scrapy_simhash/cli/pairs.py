@@ -196,16 +196,19 @@ class Members(NamedTuple):
 
 
 def decide(fl: FingerprintList, name: str, no_confirm: bool, distance: int | None,
-           problems: Problems, what: str = "pairs") -> tuple[bool, int]:
-    """Whether pairs are confirmed (every fingerprint has its sketch, and no
-    ``--no-confirm``) and the distance (``distance``, else the default of the mode);
-    says once on stderr when sketches are missing."""
-    confirm = not no_confirm and fl.confirmable
+           problems: Problems, what: str = "pairs", missing: str | None = None
+           ) -> tuple[bool, int]:
+    """Whether pairs are confirmed (every fingerprint has its sketch, nothing else
+    ``missing``, and no ``--no-confirm``) and the distance (``distance``, else the
+    default of the mode); says once on stderr when sketches are missing."""
+    confirm = not no_confirm and fl.confirmable and missing is None
     k = distance if distance is not None else (
         DEFAULT_MAX_DISTANCE if confirm else FINGERPRINT_ONLY_DISTANCE)
     if not confirm and not no_confirm:
-        missing = ("no sketch column" if fl.sketches is None else
-                   f"{fl.unsketched:,} of {len(fl.fingerprints):,} fingerprints have no sketch")
+        if missing is None:
+            missing = ("no sketch column" if fl.sketches is None else
+                       f"{fl.unsketched:,} of {len(fl.fingerprints):,} fingerprints have "
+                       "no sketch")
         problems.note(f"{name}: {missing}: {what} decided on fingerprints alone within {k} "
                       "bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
                       "fingerprint` writes them; --no-confirm silences this)")
@@ -405,14 +408,14 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
             return _no_input(args.input, problems)
         name = "<stdin>" if args.input == "-" else args.input
     stored = open_index(args.index)
-    if stored.sketches is None and queries.confirmable and not args.no_confirm:
-        # a saved index keeps no sketches: say so, as for queries without them
-        queries = queries._replace(sketches=None, unsketched=len(queries.fingerprints))
-        name = f"{args.index} (a saved index)"
+    missing = None
+    if stored.index is not None and queries.confirmable:
+        name, missing = args.index, "a saved index keeps no sketches"
     distance = args.distance
     if distance is None and stored.index is not None:
         distance = stored.index.k  # a saved index: the k it was built for
-    confirm, k = decide(queries, name, args.no_confirm, distance, problems, what="matches")
+    confirm, k = decide(queries, name, args.no_confirm, distance, problems, what="matches",
+                        missing=missing)
     if stored.index is None:
         index = build_index(stored.fingerprints, k, resolve_layout(k, len(stored.fingerprints)))
     else:
