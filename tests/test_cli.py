@@ -476,6 +476,34 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
     assert names == ["query", "match", "distance", "index_key"]
     assert [r[1:] for r in rows] == [[str(int(fps[0])), "1", "1000"],
                                      [str(int(fps[1])), "3", "1001"]]
+    assert proc.stderr.splitlines() == [
+        "scrapy-simhash: FP arguments: no sketches: matches decided on fingerprints alone "
+        "within 3 bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
+        "fingerprint` writes them; --no-confirm silences this)"]
+
+    # a list with sketches against the state: matches confirmed by the stored sketches
+    from scrapy_simhash.backends.state import read_state
+
+    sketches = read_state(jobdir).sketches
+    lst = tmp_path / "queries.txt"
+    lst.write_text("#url\tfingerprint\tsketch\n" + "".join(
+        f"q{i}\t{int(fps[i]):016x}\t{sketches[i].tobytes().hex()}\n" for i in (0, -1)))
+    proc = run("query", "-i", lst, "--index", jobdir, check=0)
+    h0, hb, ha = (f"{int(v):016x}" for v in (fps[0], fps[-2], fps[-1]))
+    # p0 finds p1 (its copy, 2 bits); the last page is 1 bit from the one before it,
+    # whose sketch does not confirm: only itself
+    assert table(proc.stdout)[1] == [
+        ["q0", h0, h0, "0", urls[0]], ["q0", h0, f"{int(fps[1]):016x}", "2", urls[1]],
+        ["q-1", ha, ha, "0", urls[-1]]]
+    assert proc.stderr == ("scrapy-simhash: 3 matches within 6 bits confirmed by their "
+                           "sketches, as a crawl decides (1 candidate not confirmed)\n")
+    proc = run("query", "-i", lst, "--index", jobdir, "--no-confirm", check=0)
+    assert ["q-1", ha, hb, "1", urls[-2]] in table(proc.stdout)[1] and proc.stderr == ""
+    proc = run("query", "-i", lst, "--index", tmp_path / "index.snapshot", check=0)
+    assert len(table(proc.stdout)[1]) == 4  # fingerprints alone, the index's k (3)
+    assert f"{tmp_path / 'index.snapshot'}: a saved index keeps no sketches: matches " \
+           "decided on fingerprints alone within 3 bits" in proc.stderr
+
     run("query", "12x", "--index", jobdir, check=2)
     proc = run("query", 1, "--index", tmp_path / "drops.jsonl")
     assert proc.returncode == 1 and "drops.jsonl" in proc.stderr

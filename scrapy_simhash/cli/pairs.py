@@ -401,14 +401,14 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
             raise UsageProblem(str(exc)) from None
         queries = FingerprintList(np.array(values, dtype=np.uint64), None, "hex", 0,
                                   None, len(values))
-        name = "the FP arguments"
+        name, missing = "FP arguments", "no sketches"
     else:
+        missing = None
         queries = read_list(args.input, problems, progress, args.input_format)
         if not len(queries.fingerprints):
             return _no_input(args.input, problems)
         name = "<stdin>" if args.input == "-" else args.input
     stored = open_index(args.index)
-    missing = None
     if stored.index is not None and queries.confirmable:
         name, missing = args.index, "a saved index keeps no sketches"
     distance = args.distance
