@@ -49,36 +49,42 @@ SCRIPT = Path(sys.executable).parent / "scrapy-simhash"
 BASELINE = "146c188"  # the package split, before the fingerprint list format
 
 
-def make_input(path: Path, n: int, k: int, seed: int = 0
-               ) -> tuple[np.ndarray, np.ndarray, set]:
+def make_input(path: Path, n: int, k: int, seed: int = 0, with_sketches: bool = False
+               ) -> tuple[np.ndarray, np.ndarray | None, set]:
     """n fingerprints (1% planted near-duplicates, 0.1% repeats), their sketches
-    (a near-duplicate's: its original's with up to 8 of 64 bins changed, which
-    confirms it) and the planted pairs."""
+    (``with_sketches``; a near-duplicate's: its original's with up to 8 of 64 bins
+    changed, which confirms it) and the planted pairs."""
     rng = np.random.default_rng(seed)
     n_near, n_same = n // 100, n // 1000
     base = rng.integers(0, 2**64, size=n - n_near - n_same, dtype=np.uint64)
-    base_sketches = rng.integers(1, 256, size=(len(base), 64), dtype=np.uint8)
     src = rng.choice(len(base), size=n_near + n_same, replace=False)
     near = base[src[:n_near]].copy()
-    near_sketches = base_sketches[src[:n_near]].copy()
     for i, d in enumerate(rng.integers(1, k + 1, size=n_near)):
         bits = rng.choice(64, size=d, replace=False).astype(np.uint64)
         near[i] ^= np.bitwise_or.reduce(np.uint64(1) << bits)
-        near_sketches[i, rng.choice(64, size=rng.integers(0, 9), replace=False)] ^= 0x80
     same = base[src[n_near:]]
     fps = np.concatenate([base, near, same])
-    sketches = np.concatenate([base_sketches, near_sketches, base_sketches[src[n_near:]]])
     order = rng.permutation(len(fps))
-    fps, sketches = fps[order], sketches[order]
+    fps = fps[order]
+    sketches = None
+    if with_sketches:
+        srng = np.random.default_rng(seed + 1)
+        base_sketches = srng.integers(1, 256, size=(len(base), 64), dtype=np.uint8)
+        near_sketches = base_sketches[src[:n_near]].copy()
+        for i in range(n_near):
+            near_sketches[i, srng.choice(64, size=srng.integers(0, 9), replace=False)] ^= 0x80
+        sketches = np.concatenate([base_sketches, near_sketches,
+                                   base_sketches[src[n_near:]]])[order]
     a, b = base[src[:n_near]], near
     planted = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
     planted |= {(v, v) for v in same.tolist()}
     return fps, sketches, planted
 
 
-def write_input(path: Path, fps: np.ndarray, form: str, sketches: np.ndarray) -> None:
+def write_input(path: Path, fps: np.ndarray, form: str, sketches: np.ndarray | None) -> None:
     step = 1 << 20
     if form == "sketched":
+        step = 1 << 16  # a small parent: a child's peak RSS counts the parent's at fork
         from scrapy_simhash.cli.fingerprints import format_fingerprints, format_sketches
 
         with path.open("w") as out:
@@ -192,7 +198,8 @@ def main() -> None:
         old = baseline_command(opts.baseline, tmpdir) if opts.baseline else None
         new = [str(SCRIPT)]
         for n in (int(s) for s in opts.sizes.split(",")):
-            fps, sketches, planted = make_input(tmpdir / "x", n, k)
+            fps, sketches, planted = make_input(tmpdir / "x", n, k,
+                                                with_sketches=n <= 1_000_000)
             rows = []  # label, command prefix, input form, output is cpp, -d
             if old:
                 rows.append((f"baseline {opts.baseline}", old, "decimal", True, k))
@@ -208,6 +215,7 @@ def main() -> None:
             for form in {r[2] for r in rows}:
                 files[form] = tmpdir / f"fps-{n}.{form}"
                 write_input(files[form], fps, form, sketches)
+            del sketches
             repeats = opts.repeats if n < 5_000_000 else 1
             times: dict[str, list[tuple]] = {r[0]: [] for r in rows}
             for _ in range(repeats):

@@ -381,14 +381,17 @@ def test_sketches_in_json_lines_and_bad_sketches():
             f"http://a/1\tf20fd1b882e00196\t{sketch.hex()}\n"
             f"http://a/2\tf20fd1b882e00197\t{sketch.hex()[:-1]}x\n"
             f"http://a/3\tf20fd1b882e00198\t{sketch.hex()}0\n"
-            f"http://a/4\t f20fd1b882e00199\t{sketch.hex().upper()}\n")
+            f"http://a/4\t f20fd1b882e00199\t{sketch.hex().upper()}\n"
+            f"http://a/5\tf20fd1b882e0019a\t{sketch.hex()[:-2]} 0\n"  # 128 wide, a space
+            f"http://a/6\tf20fd1b882e0019b\t{sketch.hex()}\n")
     problems = Problems(stream=io.StringIO())
     got = fingerprints.read_fingerprint_list(io.BytesIO(text.encode()), "t", problems)
-    assert got.fingerprints.tolist() == [0xf20fd1b882e00196, 0xf20fd1b882e00199]
-    assert [got.sketches[i].tobytes() for i in range(2)] == [sketch, sketch]
+    assert got.fingerprints.tolist() == [0xf20fd1b882e00196, 0xf20fd1b882e0019b,
+                                         0xf20fd1b882e00199]  # bulk rows first, then slow
+    assert [got.sketches[i].tobytes() for i in range(3)] == [sketch] * 3
     assert got.confirmable
     assert [line.split(": ")[1] for line in problems.stream.getvalue().splitlines()] == [
-        "t:3", "t:4"]
+        "t:3", "t:4", "t:6"]
     with pytest.raises(Exception, match="t:3: not a sketch"):
         fingerprints.read_fingerprint_list(io.BytesIO(text.encode()), "t", Problems(strict=True))
 
@@ -492,3 +495,8 @@ def test_confirmed_pairs_and_clusters_match_brute_force(rows, k):
         got = {tuple(json.loads(line)) for line in out.read_text().splitlines()}
         assert got == {tuple(sorted((rows[i][0], rows[j][0]))) for i, j in pairs}
         assert len(out.read_text().splitlines()) == len(got)
+        # and clusters: each cluster's distinct fingerprints, rows linked by confirmed pairs
+        assert run_main("clusters", "-i", src, "-o", out, "--simhash-cpp", *distance) == 0
+        got = sorted(json.loads(line) for line in out.read_text().splitlines())
+        assert got == sorted(sorted({rows[i][0] for i in g}) for g in want.values()
+                             if len(g) > 1)

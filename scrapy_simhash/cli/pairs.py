@@ -104,11 +104,32 @@ class Entries(NamedTuple):
         return self.keys[int(self.rows[i])]
 
 
-def _signature_rows(fps: np.ndarray, sketches: np.ndarray) -> np.ndarray:
-    """Each (fingerprint, sketch) as one comparable value, ordered by fingerprint first."""
-    be = np.ascontiguousarray(fps, dtype=">u8").view(np.uint8).reshape(-1, 8)
-    rows = np.ascontiguousarray(np.concatenate([be, sketches], axis=1))
-    return rows.view(f"V{rows.shape[1]}").ravel()
+def signature_groups(fps: np.ndarray, sketches: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (fingerprint, sketch) rows, in fingerprint order: the first row
+    of each, each row's group, and how many rows each has. Only rows whose
+    fingerprint repeats are compared by sketch."""
+    order = np.argsort(fps, kind="stable")
+    same = fps[order[1:]] == fps[order[:-1]]
+    repeated = np.zeros(len(fps), bool)
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    single, multi = order[~repeated], order[repeated]
+    # (fingerprint, sketch) as one comparable value: big-endian fingerprint bytes first
+    be = np.ascontiguousarray(fps[multi], dtype=">u8").view(np.uint8).reshape(-1, 8)
+    keyed = np.ascontiguousarray(np.concatenate([be, sketches[multi]], axis=1))
+    _, first, inverse, counts = np.unique(keyed.view(f"V{keyed.shape[1]}").ravel(),
+                                          return_index=True, return_inverse=True,
+                                          return_counts=True)
+    firsts = np.concatenate([single, multi[first]])
+    group = np.empty(len(fps), np.int64)
+    group[single] = np.arange(len(single))
+    group[multi] = len(single) + inverse.ravel()
+    by_fp = np.argsort(fps[firsts], kind="stable")  # ties: already in sketch order
+    rank = np.empty_like(by_fp)
+    rank[by_fp] = np.arange(len(by_fp))
+    sizes = np.concatenate([np.ones(len(single), np.int64), counts])
+    return firsts[by_fp], rank[group], sizes[by_fp]
 
 
 def distinct_entries(fl: FingerprintList, with_keys: bool = True,
@@ -122,8 +143,7 @@ def distinct_entries(fl: FingerprintList, with_keys: bool = True,
         if sketches is None:
             uniq, counts = np.unique(fl.fingerprints, return_counts=True)
             return Entries(uniq, None, None, counts)
-        _, first, counts = np.unique(_signature_rows(fl.fingerprints, sketches),
-                                     return_index=True, return_counts=True)
+        first, _, counts = signature_groups(fl.fingerprints, sketches)
         return Entries(fl.fingerprints[first], None, None, counts, sketches[first])
     fps = fl.fingerprints
     _, inverse, same_fp = np.unique(fps, return_inverse=True, return_counts=True)
@@ -287,16 +307,24 @@ def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progres
         _say_confirmed(problems, "clusters linked by pairs", len(groups), members.k, rejected)
     fps = entries.fingerprints
     progress(f"writing {len(groups):,} clusters", force=True)
+    if entries.keys is None:
+        # each cluster's distinct fingerprints and the rows they stand for (with
+        # sketches, members of one fingerprint and different sketches are one line)
+        distinct = []
+        for g in groups:
+            values, at = np.unique(fps[g], return_inverse=True)
+            distinct.append((values, np.bincount(at.ravel(), entries.counts[g]).astype(int)))
+        distinct.sort(key=lambda c: (-len(c[0]), int(c[0][0])))
     with open_output(args.output) as out:
         if args.simhash_cpp:
-            write_arrays(out, sorted(fps[g].tolist() for g in groups))
+            write_arrays(out, sorted(values.tolist() for values, _ in distinct))
             return EXIT_OK
         if entries.keys is None:
             rows = Rows(out, ("cluster", "size", "fingerprint", "count"),
                         as_json=args.json, header=not args.no_header)
-            for n, group in enumerate(groups, 1):
-                for i in group.tolist():
-                    rows.add(n, len(group), _fp_cell(fps[i], args), int(entries.counts[i]))
+            for n, (values, counts) in enumerate(distinct, 1):
+                for value, seen in zip(values.tolist(), counts.tolist()):
+                    rows.add(n, len(values), _fp_cell(value, args), seen)
         else:
             rows = Rows(out, ("cluster", "size", "key", "fingerprint"),
                         as_json=args.json, header=not args.no_header)
@@ -348,13 +376,11 @@ def _confirmed_groups(entries: Entries, k: int, layout: Any, progress: Progress 
     from scrapy_simhash.index.tables import component_labels
 
     live = np.flatnonzero(entries.sketches.any(axis=1))
-    _, first, node = np.unique(
-        _signature_rows(entries.fingerprints[live], entries.sketches[live]),
-        return_index=True, return_inverse=True)
+    first, node, _ = signature_groups(entries.fingerprints[live], entries.sketches[live])
     pairs, _ = candidate_pairs(entries.fingerprints[live[first]], k, layout, progress)
     keep = confirmed(entries.sketches[live[first]], pairs, progress)
     rejected = int(len(keep) - np.count_nonzero(keep))
-    labels = component_labels(len(first), pairs[keep, 0], pairs[keep, 1])[node.ravel()]
+    labels = component_labels(len(first), pairs[keep, 0], pairs[keep, 1])[node]
     order = np.argsort(labels, kind="stable")
     bounds = np.flatnonzero(np.diff(labels[order])) + 1
     groups = [live[g] for g in np.split(order, bounds) if len(g) > 1]
