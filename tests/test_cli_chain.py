@@ -271,6 +271,20 @@ keys = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
                max_size=30).filter(lambda k: not k.startswith("#"))
 
 
+def read_in_blocks(text, chunk):
+    """A list read as the reader sees a large input: whole lines in blocks of
+    about ``chunk`` bytes."""
+    reader = fingerprints._Reader("t", Problems(stream=io.StringIO()), "auto")
+    data = text.encode()
+    start = 0
+    while start < len(data):
+        cut = data.find(b"\n", start + chunk - 1)
+        cut = len(data) if cut < 0 else cut + 1
+        reader.block(data[start:cut])
+        start = cut
+    return reader.result()
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(keys, st.integers(0, 2**64 - 1)), min_size=1, max_size=40),
        st.booleans(), st.sampled_from([1, 7, 64, 1 << 22]))
@@ -278,16 +292,7 @@ def test_keyed_lists_read_back(rows, header, chunk):
     """Keys and fingerprints come back in order, whatever the block boundaries."""
     text = "#source\tfingerprint\tspots\n" if header else ""
     text += "".join(f"{k}\t{v:016x}\t7\n" for k, v in rows)
-    reader = fingerprints._Reader("t", Problems(stream=io.StringIO()), "auto")
-    data = text.encode()
-    # feed whole lines in blocks of about `chunk` bytes
-    start = 0
-    while start < len(data):
-        cut = data.find(b"\n", start + chunk - 1)
-        cut = len(data) if cut < 0 else cut + 1
-        reader.block(data[start:cut])
-        start = cut
-    got = reader.result()
+    got = read_in_blocks(text, chunk)
     pairs = sorted(zip([got.keys[i] for i in range(len(got.keys))],
                        got.fingerprints.tolist()))
     assert pairs == sorted(rows)
@@ -344,15 +349,7 @@ def test_sketches_read_back(rows, chunk):
     text = "#source\tfingerprint\tnote\tsketch\n" + "".join(
         f"{k}\t{fp}\t-\t{'-' if s is None else next(cells)}\n"
         for (k, _, s), fp in zip(rows, fingerprints.format_fingerprints(arr)))
-    reader = fingerprints._Reader("t", Problems(stream=io.StringIO()), "auto")
-    data = text.encode()
-    start = 0
-    while start < len(data):
-        cut = data.find(b"\n", start + chunk - 1)
-        cut = len(data) if cut < 0 else cut + 1
-        reader.block(data[start:cut])
-        start = cut
-    got = reader.result()
+    got = read_in_blocks(text, chunk)
     back = sorted(zip([got.keys[i] for i in range(len(got.keys))], got.fingerprints.tolist(),
                       [None if got.sketches is None else got.sketches[i].tobytes()
                        for i in range(len(got.fingerprints))]))
