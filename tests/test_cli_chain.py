@@ -12,7 +12,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.cli import fingerprints
@@ -288,6 +288,8 @@ def read_in_blocks(text, chunk):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(keys, st.integers(0, 2**64 - 1)), min_size=1, max_size=40),
        st.booleans(), st.sampled_from([1, 7, 64, 1 << 22]))
+@example([("{", 0)], True, 1).via("a key starting with '{' once made a table JSON lines")
+@example([("{", 0)], False, 1)
 def test_keyed_lists_read_back(rows, header, chunk):
     """Keys and fingerprints come back in order, whatever the block boundaries."""
     text = "#source\tfingerprint\tspots\n" if header else ""

@@ -282,7 +282,9 @@ class _Reader:
                 if self.columns is None:
                     self._header(text[1:].decode("utf-8", "replace"))
                 continue
-            self.json = text.startswith(b"{")
+            # a table's line ends with a fingerprint or a column after it, never "}":
+            # a key may start with "{"
+            self.json = self.columns is None and text.startswith(b"{") and text.endswith(b"}")
             return
 
     def _header(self, text: str) -> None:
