@@ -374,7 +374,8 @@ def test_sketches_in_json_lines_and_bad_sketches():
     assert got.fingerprints.tolist() == [0xf20fd1b882e00196, 0xf20fd1b882e00198]
     assert got.sketches[0].tobytes() == sketch and not got.sketches[1].any()
     assert got.unsketched == 1 and not got.confirmable
-    assert problems.stream.getvalue() == "scrapy-simhash: t:2: not a sketch: 'ab' (128 hex digits)\n"
+    assert problems.stream.getvalue() == (
+        "scrapy-simhash: t:2: not a sketch: 'ab' (128 hex digits)\n")
     # in a table: a bad sketch makes a bad line, reported and skipped
     text = ("#url\tfingerprint\tsketch\n"
             f"http://a/1\tf20fd1b882e00196\t{sketch.hex()}\n"

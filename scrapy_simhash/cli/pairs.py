@@ -566,8 +566,9 @@ def mib(size: int) -> str:
 CONFIRM_HELP = (
     "A pair is what a crawl drops: fingerprints within K bits whose sketches confirm it, "
     "when every fingerprint of the input has its sketch (as `fingerprint` writes them); "
-    "stderr says how many candidates the sketches did not confirm. Without sketches (or "
-    "with --no-confirm) a pair is decided on the fingerprints alone, said once on stderr.")
+    "stderr says how many candidates the sketches did not confirm. Without sketches a pair "
+    "is decided on the fingerprints alone, which stderr says once; --no-confirm asks for "
+    "that even when the sketches are there.")
 
 
 def add_confirm(parser: argparse.ArgumentParser, what: str, more: str = "") -> None:
@@ -588,8 +589,8 @@ def add_commands(commands: Commands) -> None:
           "output: a '#' header line, then one pair a line: key_a, key_b, distance, "
           "fingerprint_a, fingerprint_b when the input has keys (pages with equal "
           "fingerprints pair at distance 0); fingerprint_a, fingerprint_b, distance when "
-          "it has none (a fingerprint seen twice pairs with itself). --json: one object a "
-          "pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays.")),
+          "it has none (a fingerprint seen twice pairs with itself, if confirmed). --json: "
+          "one object a pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays.")),
         ("clusters", cmd_clusters, "groups of pages linked by near-duplicate pairs",
          (f"{CONFIRM_HELP} Clusters are linked by those pairs only.\n\n"
           "output: a '#' header line, then one member a line, each distinct member once, "
