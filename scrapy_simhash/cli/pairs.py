@@ -249,10 +249,12 @@ def _members(args: argparse.Namespace, problems: Problems, progress: Progress
     return Members(entries, resolve_layout(k, size, args.blocks, args.layout), k, confirm)
 
 
-def _say_confirmed(problems: Problems, what: str, found: int, k: int, rejected: int) -> None:
-    problems.note(f"{found:,} {what} within {k} bits confirmed by their sketches, as a crawl "
-                  f"decides ({rejected:,} candidate{'s' if rejected != 1 else ''} not "
-                  "confirmed)")
+def _say_confirmed(problems: Problems, what: tuple[str, str], found: int, k: int,
+                   rejected: int) -> None:
+    """The summary of a confirmed run: ``what`` found (singular, plural), candidates refused."""
+    problems.note(f"{found:,} {what[found != 1]} within {k} bits confirmed by their sketches, "
+                  f"as a crawl decides ({rejected:,} candidate{'s' if rejected != 1 else ''} "
+                  "not confirmed)")
 
 
 def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
@@ -268,7 +270,7 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
         values = np.unique(np.sort(fps[pairs], axis=1), axis=0).reshape(-1, 2)
         distances = np.bitwise_count(values[:, 0] ^ values[:, 1])
     if members.confirm:
-        _say_confirmed(problems, "pairs", len(distances), members.k, rejected)
+        _say_confirmed(problems, ("pair", "pairs"), len(distances), members.k, rejected)
     progress(f"writing {len(distances):,} pairs", force=True)
     with open_output(args.output) as out:
         if args.simhash_cpp:
@@ -304,7 +306,8 @@ def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progres
     entries = members.entries
     groups, rejected = member_clusters(entries, members.k, members.layout, progress)
     if members.confirm:
-        _say_confirmed(problems, "clusters linked by pairs", len(groups), members.k, rejected)
+        _say_confirmed(problems, ("cluster linked by pairs", "clusters linked by pairs"),
+                       len(groups), members.k, rejected)
     fps = entries.fingerprints
     progress(f"writing {len(groups):,} clusters", force=True)
     if entries.keys is None:
@@ -457,7 +460,7 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
         pairs = np.stack([qi, keys.astype(np.int64) + len(queries.fingerprints)], axis=1)
         ok = confirmed(np.concatenate([queries.sketches, stored.sketches]), pairs, progress)
         qi, fps, dist, keys = qi[ok], fps[ok], dist[ok], keys[ok]
-        _say_confirmed(problems, "matches", len(qi), k, len(ok) - len(qi))
+        _say_confirmed(problems, ("match", "matches"), len(qi), k, len(ok) - len(qi))
     where = stored.urls
     text_q = _fp_column(queries.fingerprints, args)
     text_m = _fp_column(fps, args)
