@@ -3,8 +3,9 @@
 Writes random 64-bit fingerprints with planted near-duplicates (1% of the
 input, 1 to k bits away) and exact repeats to a file, then times the console
 script in a subprocess: reading, indexing, finding all pairs, writing. Peak
-memory is the child's maximum resident set (``os.wait4``). Checks that every
-planted pair is in the output.
+memory is the child's maximum resident set (``os.wait4`` in a small launcher
+process, so that it does not count this process's memory; wall seconds include
+the launcher's start). Checks that every planted pair is in the output.
 
 Rows, in one run on the same files:
 
@@ -14,6 +15,11 @@ Rows, in one run on the same files:
 - ``decimal -> table``: this tree's default output (header, hex);
 - ``hex -> table``: 16-hex-digit input, as ``fingerprint`` writes it;
 - ``keyed -> table``: ``URL<TAB>hex`` lines (1M only): keys carried to the output.
+- ``sketched -> table``: hex and each page's 64-byte sketch (128 hex digits), as
+  ``fingerprint`` writes them (1M only): every candidate confirmed by the sketches
+  (planted near-duplicates carry their original's sketch with a few bins changed);
+  ``sketched, k=6`` the same at the crawler's default k, what find-all uses on
+  such a list without ``-d``, beside ``hex, k=6``: fingerprints alone at that k.
 
 Reference, not measured here: seomoz simhash-cpp finds all pairs of 1M
 fingerprints in 1.1-1.8 s through its Python binding (figure quoted in issue
@@ -37,13 +43,18 @@ from pathlib import Path
 
 import numpy as np
 
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "scrapy-simhash"
 BASELINE = "146c188"  # the package split, before the fingerprint list format
 
 
-def make_input(path: Path, n: int, k: int, seed: int = 0) -> tuple[np.ndarray, set]:
-    """n fingerprints (1% planted near-duplicates, 0.1% repeats) and the planted pairs."""
+def make_input(path: Path, n: int, k: int, seed: int = 0, with_sketches: bool = False
+               ) -> tuple[np.ndarray, np.ndarray | None, set]:
+    """n fingerprints (1% planted near-duplicates, 0.1% repeats), their sketches
+    (``with_sketches``; a near-duplicate's: its original's with up to 8 of 64 bins
+    changed, which confirms it) and the planted pairs."""
     rng = np.random.default_rng(seed)
     n_near, n_same = n // 100, n // 1000
     base = rng.integers(0, 2**64, size=n - n_near - n_same, dtype=np.uint64)
@@ -54,15 +65,36 @@ def make_input(path: Path, n: int, k: int, seed: int = 0) -> tuple[np.ndarray, s
         near[i] ^= np.bitwise_or.reduce(np.uint64(1) << bits)
     same = base[src[n_near:]]
     fps = np.concatenate([base, near, same])
-    rng.shuffle(fps)
+    order = rng.permutation(len(fps))
+    fps = fps[order]
+    sketches = None
+    if with_sketches:
+        srng = np.random.default_rng(seed + 1)
+        base_sketches = srng.integers(1, 256, size=(len(base), 64), dtype=np.uint8)
+        near_sketches = base_sketches[src[:n_near]].copy()
+        for i in range(n_near):
+            near_sketches[i, srng.choice(64, size=srng.integers(0, 9), replace=False)] ^= 0x80
+        sketches = np.concatenate([base_sketches, near_sketches,
+                                   base_sketches[src[n_near:]]])[order]
     a, b = base[src[:n_near]], near
     planted = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
     planted |= {(v, v) for v in same.tolist()}
-    return fps, planted
+    return fps, sketches, planted
 
 
-def write_input(path: Path, fps: np.ndarray, form: str) -> None:
+def write_input(path: Path, fps: np.ndarray, form: str, sketches: np.ndarray | None) -> None:
     step = 1 << 20
+    if form == "sketched":
+        step = 1 << 16  # a small parent: a child's peak RSS counts the parent's at fork
+        from scrapy_simhash.cli.fingerprints import format_fingerprints, format_sketches
+
+        with path.open("w") as out:
+            out.write("#fingerprint\tsketch\n")
+            for start in range(0, len(fps), step):
+                out.write("".join(f"{f}\t{s}\n" for f, s in zip(
+                    format_fingerprints(fps[start:start + step]),
+                    format_sketches(sketches[start:start + step]))))
+        return
     with path.open("w") as out:
         for start in range(0, len(fps), step):
             chunk = fps[start:start + step].tolist()
@@ -94,16 +126,30 @@ def read_pairs(path: Path, fps: np.ndarray, cpp: bool) -> set[tuple[int, int]]:
     return found
 
 
+#: Runs a command as its own fork and reports its rusage: a child's peak RSS
+#: (ru_maxrss) counts what its parent held at fork, so the command must not be
+#: forked from this process, which holds the inputs.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_once(args: list[str]) -> tuple[float, float, int, int]:
     """Wall seconds, CPU seconds (user + system), peak RSS in MiB, exit code of one child."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    out = subprocess.run([sys.executable, "-c", LAUNCHER, *args], capture_output=True,
+                         text=True, check=True).stdout
     seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    proc.stderr.close()
-    cpu = usage.ru_utime + usage.ru_stime
-    return seconds, cpu, usage.ru_maxrss // 1024, proc.returncode
+    cpu, peak, code = out.split()
+    return seconds, float(cpu), int(peak) // 1024, int(code)
 
 
 def baseline_command(rev: str, into: Path) -> list[str]:
@@ -167,33 +213,40 @@ def main() -> None:
         old = baseline_command(opts.baseline, tmpdir) if opts.baseline else None
         new = [str(SCRIPT)]
         for n in (int(s) for s in opts.sizes.split(",")):
-            fps, planted = make_input(tmpdir / "x", n, k)
-            rows = []  # label, command prefix, input form, output is cpp
+            fps, sketches, planted = make_input(tmpdir / "x", n, k,
+                                                with_sketches=n <= 1_000_000)
+            rows = []  # label, command prefix, input form, output is cpp, -d
             if old:
-                rows.append((f"baseline {opts.baseline}", old, "decimal", True))
-            rows += [("decimal -> cpp", new, "decimal", True),
-                     ("decimal -> table", new, "decimal", False),
-                     ("hex -> table", new, "hex", False)]
+                rows.append((f"baseline {opts.baseline}", old, "decimal", True, k))
+            rows += [("decimal -> cpp", new, "decimal", True, k),
+                     ("decimal -> table", new, "decimal", False, k),
+                     ("hex -> table", new, "hex", False, k)]
             if n <= 1_000_000:
-                rows.append(("keyed -> table", new, "keyed", False))
+                rows += [("keyed -> table", new, "keyed", False, k),
+                         (f"hex, k={DEFAULT_MAX_DISTANCE}", new, "hex", False,
+                          DEFAULT_MAX_DISTANCE),
+                         ("sketched -> table", new, "sketched", False, k),
+                         (f"sketched, k={DEFAULT_MAX_DISTANCE}", new, "sketched", False,
+                          DEFAULT_MAX_DISTANCE)]
             files = {}
             for form in {r[2] for r in rows}:
                 files[form] = tmpdir / f"fps-{n}.{form}"
-                write_input(files[form], fps, form)
+                write_input(files[form], fps, form, sketches)
+            del sketches
             repeats = opts.repeats if n < 5_000_000 else 1
             times: dict[str, list[tuple]] = {r[0]: [] for r in rows}
             for _ in range(repeats):
-                for label, cmd, form, cpp in rows:
+                for label, cmd, form, cpp, d in rows:
                     out = tmpdir / f"pairs-{n}.txt"
                     args = [*cmd, "find-all", "-i", str(files[form]), "-o", str(out),
-                            "-d", str(k), *(["--simhash-cpp"] if cpp and cmd is new else [])]
+                            "-d", str(d), *(["--simhash-cpp"] if cpp and cmd is new else [])]
                     times[label].append(run_once(args))
                     if times[label][-1][3]:
                         raise SystemExit(f"{label} failed on {n} fingerprints")
                     hit = len(planted & read_pairs(out, fps, cpp))
                     out.unlink()
                     times[label][-1] = (*times[label][-1], hit)
-            for label, cmd, form, _ in rows:
+            for label, cmd, form, *_ in rows:
                 runs = times[label]
                 seconds = statistics.median(r[0] for r in runs)
                 cpu = statistics.median(r[1] for r in runs)

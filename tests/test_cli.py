@@ -130,7 +130,15 @@ def test_find_all_stdin_stdout_and_distance(tmp_path):
         proc = run("find-all", "-d", k, "--simhash-cpp", input=text, check=0)
         got = {tuple(json.loads(line)) for line in proc.stdout.splitlines()}
         assert got == brute_pairs(fps, k)
-    assert proc.stderr == ""  # no progress line when stderr is not a terminal
+    # no progress line when stderr is not a terminal; that the pairs are not confirmed
+    # (the list has no sketches) is said once
+    assert proc.stderr.splitlines() == [
+        f"scrapy-simhash: <stdin>: no sketch column: pairs decided on fingerprints alone "
+        f"within {k} bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
+        "fingerprint` writes them; --no-confirm silences this)"]
+    proc = run("find-all", "--no-confirm", "--simhash-cpp", input=text, check=0)
+    assert {tuple(json.loads(line)) for line in proc.stdout.splitlines()} == brute_pairs(fps, 3)
+    assert proc.stderr == ""  # the default k of fingerprint-only pairs is still 3
 
 
 def test_clusters_match_brute_force(tmp_path):
@@ -276,6 +284,7 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
+    from scrapy_simhash import signature
     from scrapy_simhash.fingerprinting import fingerprint
 
     site = tmp_path / "site" / "sub"
@@ -300,7 +309,8 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
     proc = run("fingerprint", tmp_path / "site", tmp_path / "pages.jsonl",
                tmp_path / "crawl.warc.gz", tmp_path / "missing.html", check=0)
     names, rows = table(proc.stdout)
-    assert names == ["source", "fingerprint", "spots_for_min_features", "features", "note"]
+    assert names == ["source", "fingerprint", "spots_for_min_features", "features", "note",
+                     "sketch"]
     expected = {
         str(tmp_path / "site" / "empty.html"): None,
         str(site / "a.html"): fingerprint(page(1)),
@@ -310,21 +320,27 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
         "http://example.com/6": fingerprint(page(6)),
     }
     assert [r[0] for r in rows] == list(expected)
-    for source, hex_fp, spots, count, note in rows:
+    pages_of = {str(site / "a.html"): page(1), str(site / "b.htm"): page(2),
+                "http://example.com/3": page(3), f"{tmp_path / 'pages.jsonl'}:4": page(5),
+                "http://example.com/6": page(6)}
+    for source, hex_fp, spots, count, note, sketch in rows:
         if expected[source] is None:
-            assert hex_fp == "-"
+            assert hex_fp == sketch == "-"
             assert note.startswith("no fingerprint")
         else:
             assert expected[source] == int(hex_fp, 16) and note == "-"
             assert len(hex_fp) == 16 and int(spots) >= 6
             assert int(count) >= int(spots)
+            assert sketch == signature(pages_of[source]).sketch.hex()  # one pass, both
     pages_jsonl = tmp_path / "pages.jsonl"
     assert f"{pages_jsonl}:2: bad JSON" in proc.stderr
     assert f"{pages_jsonl}:3: " in proc.stderr
     assert "missing.html: no such file" in proc.stderr
 
     proc = run("fingerprint", "--strict", "--json", tmp_path / "pages.jsonl", check=1)
-    assert json.loads(proc.stdout.splitlines()[0])["fingerprint"] == f"{fingerprint(page(3)):016x}"
+    first = json.loads(proc.stdout.splitlines()[0])
+    assert first["fingerprint"] == f"{fingerprint(page(3)):016x}"
+    assert first["sketch"] == signature(page(3)).sketch.hex()  # JSON lines carry the sketch
     assert "pages.jsonl:2" in proc.stderr
     assert run("fingerprint", tmp_path / "site" / "sub" / "notes.txt").returncode == 0
     run("fingerprint", tmp_path / "missing", check=1)
@@ -460,6 +476,34 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
     assert names == ["query", "match", "distance", "index_key"]
     assert [r[1:] for r in rows] == [[str(int(fps[0])), "1", "1000"],
                                      [str(int(fps[1])), "3", "1001"]]
+    assert proc.stderr.splitlines() == [
+        "scrapy-simhash: FP arguments: no sketches: matches decided on fingerprints alone "
+        "within 3 bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
+        "fingerprint` writes them; --no-confirm silences this)"]
+
+    # a list with sketches against the state: matches confirmed by the stored sketches
+    from scrapy_simhash.backends.state import read_state
+
+    sketches = read_state(jobdir).sketches
+    lst = tmp_path / "queries.txt"
+    lst.write_text("#url\tfingerprint\tsketch\n" + "".join(
+        f"q{i}\t{int(fps[i]):016x}\t{sketches[i].tobytes().hex()}\n" for i in (0, -1)))
+    proc = run("query", "-i", lst, "--index", jobdir, check=0)
+    h0, hb, ha = (f"{int(v):016x}" for v in (fps[0], fps[-2], fps[-1]))
+    # p0 finds p1 (its copy, 2 bits); the last page is 1 bit from the one before it,
+    # whose sketch does not confirm: only itself
+    assert table(proc.stdout)[1] == [
+        ["q0", h0, h0, "0", urls[0]], ["q0", h0, f"{int(fps[1]):016x}", "2", urls[1]],
+        ["q-1", ha, ha, "0", urls[-1]]]
+    assert proc.stderr == ("scrapy-simhash: 3 matches within 6 bits confirmed by their "
+                           "sketches, as a crawl decides (1 candidate not confirmed)\n")
+    proc = run("query", "-i", lst, "--index", jobdir, "--no-confirm", check=0)
+    assert ["q-1", ha, hb, "1", urls[-2]] in table(proc.stdout)[1] and proc.stderr == ""
+    proc = run("query", "-i", lst, "--index", tmp_path / "index.snapshot", check=0)
+    assert len(table(proc.stdout)[1]) == 4  # fingerprints alone, the index's k (3)
+    assert f"{tmp_path / 'index.snapshot'}: a saved index keeps no sketches: matches " \
+           "decided on fingerprints alone within 3 bits" in proc.stderr
+
     run("query", "12x", "--index", jobdir, check=2)
     proc = run("query", 1, "--index", tmp_path / "drops.jsonl")
     assert proc.returncode == 1 and "drops.jsonl" in proc.stderr

@@ -2,10 +2,10 @@
 
 One fingerprint a line, alone or after a key (a URL, a path)::
 
-    #source<TAB>fingerprint<TAB>...       optional header: names the columns
-    pages/a.html<TAB>f20fd1b882e00196     KEY<TAB>FP[<TAB>more columns]
-    f20fd1b882e00196                      FP alone
-    17442479633473438102                  decimal, simhash-cpp's format
+    #source<TAB>fingerprint<TAB>...<TAB>sketch   optional header: names the columns
+    pages/a.html<TAB>f20fd1b882e00196<TAB>...    KEY<TAB>FP[<TAB>more columns]
+    f20fd1b882e00196                             FP alone
+    17442479633473438102                         decimal, simhash-cpp's format
 
 A fingerprint is 16 hex digits (as ``fingerprint`` and the drop log write it),
 ``0x`` and 1 to 16 hex digits, or a decimal number below 2**64. Whether an
@@ -21,6 +21,14 @@ has none (skipped, counted). JSON lines (objects with a ``fingerprint`` field,
 hex string or number, and a ``source``/``url``/``key``) are read too, so the
 output of ``fingerprint --json`` and the drop log chain as well.
 
+A column (or JSON field) named ``sketch`` carries each page's second signature,
+its :data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS`-byte sketch as
+128 hex digits (``-``: none), as ``fingerprint`` writes it. It is optional:
+``find-all``, ``clusters`` and ``query`` confirm a pair with the sketches as a
+crawl does when every fingerprint of the input has one, and decide on the
+fingerprints alone otherwise. A sketch that is not 128 hex digits makes its line
+a bad line.
+
 Lines are parsed in bulk with numpy (no Python object per line on the common
 path), in blocks of :data:`READ_CHUNK` bytes.
 """
@@ -35,12 +43,15 @@ import numpy as np
 
 from scrapy_simhash.cli.errors import Problems
 from scrapy_simhash.cli.output import Progress
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 
 #: Bytes of input parsed per numpy pass.
 READ_CHUNK = 1 << 22
 #: Column names that hold the fingerprint / the key, in a header line.
 FINGERPRINT_COLUMNS = ("fingerprint", "fp", "simhash", "hash")
 KEY_COLUMNS = ("source", "url", "key", "path", "id")
+#: The column (and JSON field) name of the sketch.
+SKETCH_COLUMN = "sketch"
 NOTATIONS = ("auto", "hex", "decimal")
 
 _WIDTH = 20  # longest field parsed in bulk: 20 decimal digits
@@ -53,6 +64,7 @@ for _i, _c in enumerate(b"0123456789abcdef"):
     _HEX_VALUE[ord(chr(_c).upper())] = _i
 _HEX_CHARS = np.frombuffer(b"0123456789abcdef", np.uint8)
 _NL, _CR, _TAB, _HASH, _DASH = 10, 13, 9, 35, 45
+_SKETCH_WIDTH = 2 * SKETCH_BINS  # hex digits of a sketch
 
 
 class Keys:
@@ -95,9 +107,18 @@ class FingerprintList(NamedTuple):
     keys: Keys | None  #: None when no line carried a key
     notation: str  #: "hex" or "decimal": how the input wrote them
     without: int  #: rows whose fingerprint is ``-`` (pages without one)
+    #: ``(n, SKETCH_BINS)`` ``uint8``: each row's sketch (zeros where it has none);
+    #: None when no row has one
+    sketches: np.ndarray | None = None
+    unsketched: int = 0  #: rows with a fingerprint and no sketch
 
     def key(self, i: int) -> str | None:
         return None if self.keys is None else self.keys[i]
+
+    @property
+    def confirmable(self) -> bool:
+        """Whether every fingerprint has its sketch (a pair can be confirmed)."""
+        return self.sketches is not None and self.unsketched == 0
 
 
 # -- one value ---------------------------------------------------------------
@@ -149,6 +170,23 @@ def format_fingerprints(values: np.ndarray, decimal: bool = False) -> list[str]:
     return chars.view("S16").ravel().astype(str).tolist()
 
 
+def parse_sketch(text: str) -> bytes:
+    """One sketch written as 128 hex digits; ``ValueError`` saying what is wrong."""
+    value = text.strip()
+    if len(value) != _SKETCH_WIDTH or not _is_hex(value):
+        raise ValueError(f"not a sketch: {value[:40]!r} ({_SKETCH_WIDTH} hex digits)")
+    return bytes.fromhex(value)
+
+
+def format_sketches(sketches: np.ndarray) -> list[str]:
+    """Each row of an ``(n, SKETCH_BINS)`` ``uint8`` array as 128 hex digits."""
+    sketches = np.asarray(sketches, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    chars = np.empty((len(sketches), _SKETCH_WIDTH), np.uint8)
+    chars[:, 0::2] = _HEX_CHARS[sketches >> 4]
+    chars[:, 1::2] = _HEX_CHARS[sketches & 15]
+    return chars.view(f"S{_SKETCH_WIDTH}").ravel().astype(str).tolist()
+
+
 # -- a whole input -------------------------------------------------------------
 
 
@@ -192,13 +230,16 @@ class _Reader:
         self.name = name
         self.problems = problems
         self.notation = notation
-        self.columns: tuple[int, int | None] | None = None  # (fingerprint, key) from a header
+        # (fingerprint, key, sketch) columns from a header
+        self.columns: tuple[int, int | None, int | None] | None = None
         self.json: bool | None = None  # decided at the first data line
         self.line = 0  # lines before the current block
         self.total = 0
         self.without = 0
         self.values: list[np.ndarray] = []
         self.keys: list[Keys | None] = []  # per block, None when it had no key
+        self.sketches: list[np.ndarray | None] = []  # per block, None when it had no sketch
+        self.sketched = 0  # rows with a sketch
 
     def result(self) -> FingerprintList:
         values = (np.concatenate(self.values) if self.values else np.empty(0, np.uint64))
@@ -206,8 +247,14 @@ class _Reader:
         if any(k is not None for k in self.keys):
             keys = Keys.concat([k if k is not None else _no_keys(len(v))
                                 for k, v in zip(self.keys, self.values)])
+        sketches = None
+        if self.sketched:
+            sketches = np.concatenate([
+                s if s is not None else np.zeros((len(v), SKETCH_BINS), np.uint8)
+                for s, v in zip(self.sketches, self.values)])
         notation = "hex" if self.notation == "auto" else self.notation
-        return FingerprintList(values, keys, notation, self.without)
+        return FingerprintList(values, keys, notation, self.without, sketches,
+                               len(values) - self.sketched)
 
     # -- a block of whole lines ----------------------------------------------------
 
@@ -235,7 +282,9 @@ class _Reader:
                 if self.columns is None:
                     self._header(text[1:].decode("utf-8", "replace"))
                 continue
-            self.json = text.startswith(b"{")
+            # a table's line ends with a fingerprint or a column after it, never "}":
+            # a key may start with "{"
+            self.json = self.columns is None and text.startswith(b"{") and text.endswith(b"}")
             return
 
     def _header(self, text: str) -> None:
@@ -244,7 +293,8 @@ class _Reader:
         if fp is None:
             return  # a comment
         key = next((i for i, n in enumerate(names) if n in KEY_COLUMNS), None)
-        self.columns = (fp, key)
+        sketch = next((i for i, n in enumerate(names) if n == SKETCH_COLUMN), None)
+        self.columns = (fp, key, sketch)
 
     def _text_block(self, data: bytes, arr: np.ndarray, starts: np.ndarray,
                     ends: np.ndarray) -> None:
@@ -255,8 +305,9 @@ class _Reader:
         blank = lend == starts
         comment = padded[starts] == _HASH
         tabs = np.flatnonzero(arr == _TAB)
+        sketch_col = None
         if self.columns is not None:
-            fp_col, key_col = self.columns
+            fp_col, key_col, sketch_col = self.columns
             fp_cols = np.full(n, fp_col)
             key_cols = None if key_col is None else np.full(n, key_col)
         elif len(tabs):
@@ -271,14 +322,23 @@ class _Reader:
         dash = present & (e - s == 1) & (padded[s] == _DASH)
         values, ok = self._values(padded, s, e, present & ~blank & ~comment & ~dash)
         self.without += int(np.count_nonzero(dash & ~comment))
+        sketches, sketched = None, 0
+        if sketch_col is not None:
+            # a sketch that is neither 128 hex digits nor '-' sends its line to _slow
+            all_sketches, has, bad = _sketch_field(arr, *field(np.full(n, sketch_col)), ok)
+            ok &= ~bad
+            sketched = int(np.count_nonzero(has[ok]))
+            sketches = all_sketches[ok] if sketched else None
         keys = None
         if key_cols is not None:
             ks, ke, kpresent = field(np.maximum(key_cols, 0))
             kpresent &= key_cols >= 0
             keys = _gather_keys(arr, ks[ok], np.where(kpresent, ke, ks)[ok])
         slow = np.flatnonzero(~ok & ~blank & ~comment & ~dash)
-        extra_values, extra_keys = self._slow(data, starts[slow], lend[slow], slow)
-        self._keep(values[ok], keys, extra_values, extra_keys)
+        extra_values, extra_keys, extra_sketches = self._slow(data, starts[slow], lend[slow],
+                                                              slow)
+        self._keep(values[ok], keys, extra_values, extra_keys, sketches, extra_sketches,
+                   sketched)
 
     def _values(self, padded: np.ndarray, s: np.ndarray, e: np.ndarray,
                 candidate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,19 +396,21 @@ class _Reader:
         else:
             self.notation = "decimal"
 
-    def _slow(self, data: bytes, starts: np.ndarray, ends: np.ndarray,
-              rows: np.ndarray) -> tuple[list[int], list[str] | None]:
+    def _slow(self, data: bytes, starts: np.ndarray, ends: np.ndarray, rows: np.ndarray
+              ) -> tuple[list[int], list[str] | None, list[bytes | None]]:
         """Lines the bulk pass left: spaces, bad values. Each parsed or reported."""
         values: list[int] = []
         keys: list[str] = []
+        sketches: list[bytes | None] = []
         keyed = False
         for start, end, row in zip(starts.tolist(), ends.tolist(), rows.tolist()):
             text = data[start:end].decode("utf-8", "replace")
             if not text.strip() or text.lstrip().startswith("#"):
                 continue
             fields = text.split("\t")
+            sketch_col = None
             if self.columns is not None:
-                fp_col, key_col = self.columns
+                fp_col, key_col, sketch_col = self.columns
             else:
                 fp_col, key_col = (1, 0) if len(fields) > 1 else (0, None)
             if fp_col >= len(fields):
@@ -359,19 +421,25 @@ class _Reader:
             if fp_text == "-":
                 self.without += 1
                 continue
+            sketch_text = (fields[sketch_col] if sketch_col is not None
+                           and sketch_col < len(fields) else "")
             try:
-                values.append(parse_fingerprint(fp_text, self.notation))
+                value = parse_fingerprint(fp_text, self.notation)
+                sketch = _optional_sketch(sketch_text)
             except ValueError as exc:
                 self.problems.add(self.name, self.line + row + 1, str(exc))
                 continue
+            values.append(value)
+            sketches.append(sketch)
             key = fields[key_col] if key_col is not None and key_col < len(fields) else ""
             keys.append(key)
             keyed |= key_col is not None
-        return values, (keys if keyed else None)
+        return values, (keys if keyed else None), sketches
 
     def _json_block(self, data: bytes) -> None:
         values: list[int] = []
         keys: list[str] = []
+        sketches: list[bytes | None] = []
         for i, line in enumerate(data.split(b"\n")[:-1]):
             line = line.strip()
             if not line or line.startswith(b"#"):
@@ -395,17 +463,38 @@ class _Reader:
                 value = fp if isinstance(fp, int) else parse_fingerprint(fp, self.notation)
                 if not 0 <= value < 1 << 64:
                     raise ValueError(f"out of the unsigned 64-bit range: {value}")
+                sketch = obj.get(SKETCH_COLUMN)
+                if sketch is not None and not isinstance(sketch, str):
+                    raise ValueError(f"not a sketch: {sketch!r} ({_SKETCH_WIDTH} hex digits)")
+                sketch = _optional_sketch(sketch or "")
             except ValueError as exc:
                 self.problems.add(self.name, where, str(exc))
                 continue
             values.append(value)
+            sketches.append(sketch)
             key = next((obj[k] for k in KEY_COLUMNS if isinstance(obj.get(k), str)), "")
             keys.append(key)
-        self._keep(np.empty(0, np.uint64), None, values, keys if any(keys) else None)
+        self._keep(np.empty(0, np.uint64), None, values, keys if any(keys) else None,
+                   None, sketches)
 
     def _keep(self, values: np.ndarray, keys: Keys | None, extra_values: list[int],
-              extra_keys: list[str] | None) -> None:
-        """Keep a block's values (bulk-parsed, then line by line) and their keys."""
+              extra_keys: list[str] | None, sketches: np.ndarray | None = None,
+              extra_sketches: list[bytes | None] | None = None, sketched: int = 0) -> None:
+        """Keep a block's values (bulk-parsed, then line by line), their keys and
+        sketches (``sketches``: the bulk rows', None when none has one; ``sketched``
+        of them have one)."""
+        more = [s for s in extra_sketches or () if s is not None]
+        if more or sketches is not None:
+            rows = np.zeros((len(values) + len(extra_values), SKETCH_BINS), np.uint8)
+            if sketches is not None:
+                rows[:len(values)] = sketches
+            for i, sketch in enumerate(extra_sketches or ()):
+                if sketch is not None:
+                    rows[len(values) + i] = np.frombuffer(sketch, np.uint8)
+            self.sketched += sketched + len(more)
+            self.sketches.append(rows)
+        else:
+            self.sketches.append(None)
         if extra_values:
             values = np.concatenate([values, np.array(extra_values, dtype=np.uint64)])
             if keys is not None or extra_keys is not None:
@@ -440,6 +529,40 @@ class _Fields:
         end = np.where(self.ntabs > col, after, self.lend)
         present = self.ntabs >= col
         return np.where(present, start, self.starts), np.where(present, end, self.starts), present
+
+
+def _optional_sketch(text: str) -> bytes | None:
+    """A sketch field: None when empty or ``-``."""
+    text = text.strip()
+    return None if text in ("", "-") else parse_sketch(text)
+
+
+def _sketch_field(arr: np.ndarray, s: np.ndarray, e: np.ndarray, present: np.ndarray,
+                  ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sketch column ``arr[s:e]`` of the lines whose fingerprint parsed (``ok``):
+    ``(n, SKETCH_BINS)`` sketches (zeros where none), where a line has one, and
+    where its field is neither a sketch nor empty nor ``-``."""
+    n = len(s)
+    width = np.where(present, e - s, 0)
+    empty = (width == 0) | ((width == 1) & (arr[np.minimum(s, len(arr) - 1)] == _DASH))
+    sketches = np.zeros((n, SKETCH_BINS), np.uint8)
+    has = np.zeros(n, bool)
+    rows = np.flatnonzero(ok & (width == _SKETCH_WIDTH))
+    if len(rows):
+        fields = np.lib.stride_tricks.sliding_window_view(arr, _SKETCH_WIDTH)[s[rows]]
+        try:  # every field 128 hex digits: one C pass (whitespace would shorten it)
+            decoded = bytes.fromhex(fields.tobytes().decode("ascii"))
+        except ValueError:
+            decoded = b""
+        if len(decoded) == len(rows) * SKETCH_BINS:
+            sketches[rows] = np.frombuffer(decoded, np.uint8).reshape(-1, SKETCH_BINS)
+        else:  # some are not: find them
+            nibbles = _HEX_VALUE[fields]
+            valid = nibbles.max(axis=1) <= 15
+            rows, nibbles = rows[valid], nibbles[valid]
+            sketches[rows] = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+        has[rows] = True
+    return sketches, has, ok & ~has & ~empty
 
 
 def _no_keys(count: int) -> Keys:

@@ -12,7 +12,7 @@ from typing import IO, NamedTuple
 
 from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import Problems
-from scrapy_simhash.cli.fingerprints import format_fingerprint
+from scrapy_simhash.cli.fingerprints import SKETCH_COLUMN, format_fingerprint
 from scrapy_simhash.cli.options import Commands, add_output, int_in
 from scrapy_simhash.cli.output import Progress, Rows, open_output
 
@@ -21,7 +21,8 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jl")
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
 
 #: The columns of ``fingerprint``'s output.
-FINGERPRINT_COLUMNS = ("source", "fingerprint", "spots_for_min_features", "features", "note")
+FINGERPRINT_COLUMNS = ("source", "fingerprint", "spots_for_min_features", "features", "note",
+                       SKETCH_COLUMN)
 
 PAGES_HELP = (
     "pages: an HTML file; a folder (searched recursively for .html/.htm, .jsonl, "
@@ -129,29 +130,33 @@ def warc_pages(path: Path, problems: Problems) -> Iterator[Page]:
 
 
 class Fingerprinted(NamedTuple):
-    """A page's fingerprint and the two counts that explain it."""
+    """A page's signature (fingerprint and sketch) and the two counts that explain it."""
 
     fingerprint: int | None
     spots: int  #: distinct spot signatures and content features: compared with min_features
     features: int  #: every feature (spots, title and heading words, content features)
     reason: str | None
+    sketch: bytes | None = None  #: the sketch confirming a match (None without a fingerprint)
 
 
 def fingerprint_page(page: Page, min_features: int, seed: int = 0) -> Fingerprinted:
-    """Fingerprint one page, with both counts (the tree is parsed once)."""
-    from scrapy_simhash.fingerprinting import analyse_page, fingerprint_details, parse_html
+    """Fingerprint and sketch one page, with both counts (the tree is parsed once)."""
+    from scrapy_simhash.fingerprinting import analyse_page, parse_html
+    from scrapy_simhash.fingerprinting.signature import signature_details
 
     root = parse_html(page.html, page.encoding)
     if root is None:
-        result = fingerprint_details(page.html, min_features=min_features, seed=seed,
-                                     encoding=page.encoding)
-        return Fingerprinted(result.fingerprint, result.feature_count, 0, result.reason)
-    result = fingerprint_details(root, min_features=min_features, seed=seed)
+        sig, result = signature_details(page.html, min_features=min_features, seed=seed,
+                                        encoding=page.encoding)
+        return Fingerprinted(result.fingerprint, result.feature_count, 0, result.reason,
+                             None if sig is None else sig.sketch)
+    sig, result = signature_details(root, min_features=min_features, seed=seed)
     analysed = analyse_page(root)
     # every feature: the weighted words, and the content features (tables, code)
     # that feature_count counts beside the distinct spots
     features = len(analysed.features) + result.feature_count - analysed.spot_count
-    return Fingerprinted(result.fingerprint, result.feature_count, features, result.reason)
+    return Fingerprinted(result.fingerprint, result.feature_count, features, result.reason,
+                         None if sig is None else sig.sketch)
 
 
 def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
@@ -182,7 +187,8 @@ def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Prog
             else:
                 text = None if fp is None else format_fingerprint(fp, args.decimal)
             note = None if done.reason is None else f"no fingerprint: {done.reason}"
-            rows.add(page.source, text, done.spots, done.features, note)
+            sketch = None if done.sketch is None else done.sketch.hex()
+            rows.add(page.source, text, done.spots, done.features, note, sketch)
             rows.flush()  # one page at a time: a slow batch shows its progress
     if not pages:
         problems.note("no page found in the given paths")
@@ -200,10 +206,12 @@ def add_commands(commands: Commands) -> None:
                 "main text: the "
                 "count compared with --min-features; title and heading words not counted), "
                 "features (every weighted feature, as scrapy_simhash.features() returns), "
-                "note (why there is no fingerprint). This output is a fingerprint list: "
-                "pipe it into find-all, clusters or query. --json: one object a page with "
+                "note (why there is no fingerprint), sketch (the second signature that "
+                "confirms a match, 128 hex digits). This output is a fingerprint list: "
+                "pipe it into find-all, clusters or query, which confirm each pair with the "
+                "sketches as a crawl does. --json: one object a page with "
                 "the same names; --simhash-cpp: decimal fingerprints alone, one a line "
-                "(simhash-cpp's input).",
+                "(simhash-cpp's input, without sketches).",
         example="fingerprint pages/ crawl.jsonl archive.warc.gz | scrapy-simhash find-all",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="pages to fingerprint (see below)")

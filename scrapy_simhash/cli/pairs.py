@@ -1,4 +1,13 @@
-"""Near-duplicates in a fingerprint list: ``find-all``, ``clusters``, ``query``, ``plan``."""
+"""Near-duplicates in a fingerprint list: ``find-all``, ``clusters``, ``query``, ``plan``.
+
+When every fingerprint of the input has its sketch (``fingerprint`` writes
+them; a crawl's state holds them), a pair is what a crawl would drop: the
+fingerprints within ``k`` bits (default :data:`DEFAULT_MAX_DISTANCE`, the
+crawler's) and the sketches confirming it
+(:func:`~scrapy_simhash.fingerprinting.signature.confirms_many`). Otherwise,
+or with ``--no-confirm``, a pair is decided on the fingerprints alone, with the
+tighter default :data:`FINGERPRINT_ONLY_DISTANCE`.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +38,13 @@ from scrapy_simhash.cli.options import (
     count,
 )
 from scrapy_simhash.cli.output import Progress, Rows, open_output
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE, confirms_many
+
+#: k of find-all, clusters and query when they decide on fingerprints alone:
+#: without a confirmation one 64-bit view needs a tighter distance.
+FINGERPRINT_ONLY_DISTANCE = 3
+#: Candidate pairs confirmed per numpy pass (64 bytes of each side's sketch a pair).
+CONFIRM_CHUNK = 1 << 18
 
 
 def read_list(path: str, problems: Problems, progress: Progress | None = None,
@@ -74,23 +90,61 @@ def build_index(fps: np.ndarray, k: int, layout: Any, progress: Progress | None 
 
 class Entries(NamedTuple):
     """The distinct members of a list. Without keys a member is a distinct
-    fingerprint; with keys, a distinct (key, fingerprint): row ``rows[i]`` of the list."""
+    fingerprint (with sketches: a distinct fingerprint and sketch), in fingerprint
+    order; with keys, a distinct (key, fingerprint): row ``rows[i]`` of the list."""
 
     fingerprints: np.ndarray
     keys: Keys | None  #: the list's keys (None: it has none)
     rows: np.ndarray | None  #: each member's row in the list (None without keys)
     counts: np.ndarray  #: how often each member occurs
+    #: ``(n, SKETCH_BINS)`` ``uint8``: each member's sketch; None: pairs are not confirmed
+    sketches: np.ndarray | None = None
 
     def key(self, i: int) -> str:
         return self.keys[int(self.rows[i])]
 
 
-def distinct_entries(fl: FingerprintList, with_keys: bool = True) -> Entries:
+def signature_groups(fps: np.ndarray, sketches: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (fingerprint, sketch) rows, in fingerprint order: the first row
+    of each, each row's group, and how many rows each has. Only rows whose
+    fingerprint repeats are compared by sketch."""
+    order = np.argsort(fps, kind="stable")
+    same = fps[order[1:]] == fps[order[:-1]]
+    repeated = np.zeros(len(fps), bool)
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    single, multi = order[~repeated], order[repeated]
+    # (fingerprint, sketch) as one comparable value: big-endian fingerprint bytes first
+    be = np.ascontiguousarray(fps[multi], dtype=">u8").view(np.uint8).reshape(-1, 8)
+    keyed = np.ascontiguousarray(np.concatenate([be, sketches[multi]], axis=1))
+    _, first, inverse, counts = np.unique(keyed.view(f"V{keyed.shape[1]}").ravel(),
+                                          return_index=True, return_inverse=True,
+                                          return_counts=True)
+    firsts = np.concatenate([single, multi[first]])
+    group = np.empty(len(fps), np.int64)
+    group[single] = np.arange(len(single))
+    group[multi] = len(single) + inverse.ravel()
+    by_fp = np.argsort(fps[firsts], kind="stable")  # ties: already in sketch order
+    rank = np.empty_like(by_fp)
+    rank[by_fp] = np.arange(len(by_fp))
+    sizes = np.concatenate([np.ones(len(single), np.int64), counts])
+    return firsts[by_fp], rank[group], sizes[by_fp]
+
+
+def distinct_entries(fl: FingerprintList, with_keys: bool = True,
+                     confirm: bool = False) -> Entries:
     """Members listed once (a cluster must not list a page twice); by fingerprint
-    alone when the list has no keys or ``with_keys`` is false."""
+    (and sketch, with ``confirm``) alone when the list has no keys or ``with_keys``
+    is false. With ``confirm`` each member carries its sketch (with keys, that of
+    the member's first row)."""
+    sketches = fl.sketches if confirm else None
     if fl.keys is None or not with_keys:
-        uniq, counts = np.unique(fl.fingerprints, return_counts=True)
-        return Entries(uniq, None, None, counts)
+        if sketches is None:
+            uniq, counts = np.unique(fl.fingerprints, return_counts=True)
+            return Entries(uniq, None, None, counts)
+        first, _, counts = signature_groups(fl.fingerprints, sketches)
+        return Entries(fl.fingerprints[first], None, None, counts, sketches[first])
     fps = fl.fingerprints
     _, inverse, same_fp = np.unique(fps, return_inverse=True, return_counts=True)
     counts = np.ones(len(fps), np.int64)
@@ -102,60 +156,132 @@ def distinct_entries(fl: FingerprintList, with_keys: bool = True) -> Entries:
             counts[at] += 1
             counts[i] = 0
     rows = np.flatnonzero(counts)
-    return Entries(fps[rows], fl.keys, rows, counts[rows])
+    return Entries(fps[rows], fl.keys, rows, counts[rows],
+                   None if sketches is None else sketches[rows])
+
+
+def confirmed(sketches: np.ndarray, pairs: np.ndarray, progress: Progress | None = None
+              ) -> np.ndarray:
+    """Which ``(n, 2)`` pairs of rows of ``sketches`` the sketches confirm
+    (:func:`~scrapy_simhash.fingerprinting.signature.confirms_many`, in chunks)."""
+    if progress:
+        progress(f"confirming {len(pairs):,} candidates", force=True)
+    keep = np.empty(len(pairs), bool)
+    for i in range(0, len(pairs), CONFIRM_CHUNK):
+        chunk = pairs[i:i + CONFIRM_CHUNK]
+        keep[i:i + CONFIRM_CHUNK] = confirms_many(sketches[chunk[:, 0]], sketches[chunk[:, 1]])
+    return keep
 
 
 def entry_pairs(entries: Entries, k: int, layout: Any, progress: Progress | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair of members within ``k`` bits: ``(n, 2)`` member positions and distances.
+                ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every pair of members within ``k`` bits, confirmed by their sketches when the
+    members have them: ``(n, 2)`` member positions (smaller first), distances, and
+    the number of candidates the sketches did not confirm.
 
-    Without keys a fingerprint seen more than once pairs with itself (distance 0),
-    as simhash-cpp reports it.
+    Without keys a member seen more than once pairs with itself (distance 0),
+    as simhash-cpp reports it (with sketches: when its sketch confirms itself,
+    i.e. is not empty).
     """
-    index = build_index(entries.fingerprints, k, layout, progress)
-    if progress:
-        progress("finding pairs", force=True)
-    pairs, distances = index.pairs(with_distances=True)
-    pairs = pairs.astype(np.int64)
+    pairs, distances = candidate_pairs(entries.fingerprints, k, layout, progress)
     if entries.keys is None:
         same = np.flatnonzero(entries.counts > 1)
         pairs = np.concatenate([pairs, np.stack([same, same], axis=1)])
         distances = np.concatenate([distances, np.zeros(len(same), np.uint8)])
-    return pairs, distances
+    if entries.sketches is None:
+        return pairs, distances, 0
+    keep = confirmed(entries.sketches, pairs, progress)
+    return pairs[keep], distances[keep], int(len(keep) - np.count_nonzero(keep))
+
+
+def candidate_pairs(fps: np.ndarray, k: int, layout: Any, progress: Progress | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of positions of ``fps`` within ``k`` bits (``int64``, smaller
+    first) and their distances."""
+    index = build_index(fps, k, layout, progress)
+    if progress:
+        progress("finding pairs", force=True)
+    pairs, distances = index.pairs(with_distances=True)
+    return pairs.astype(np.int64), distances
+
+
+class Members(NamedTuple):
+    """What find-all and clusters work on: the input's distinct members, the
+    layout, the distance and whether pairs are confirmed."""
+
+    entries: Entries
+    layout: Any
+    k: int
+    confirm: bool
+
+
+def decide(fl: FingerprintList, name: str, no_confirm: bool, distance: int | None,
+           problems: Problems, what: str = "pairs", missing: str | None = None
+           ) -> tuple[bool, int]:
+    """Whether pairs are confirmed (every fingerprint has its sketch, nothing else
+    ``missing``, and no ``--no-confirm``) and the distance (``distance``, else the
+    default of the mode); says once on stderr when sketches are missing."""
+    confirm = not no_confirm and fl.confirmable and missing is None
+    k = distance if distance is not None else (
+        DEFAULT_MAX_DISTANCE if confirm else FINGERPRINT_ONLY_DISTANCE)
+    if not confirm and not no_confirm:
+        if missing is None:
+            missing = ("no sketch column" if fl.sketches is None else
+                       f"{fl.unsketched:,} of {len(fl.fingerprints):,} fingerprints have "
+                       "no sketch")
+        problems.note(f"{name}: {missing}: {what} decided on fingerprints alone within {k} "
+                      "bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
+                      "fingerprint` writes them; --no-confirm silences this)")
+    return confirm, k
 
 
 def _members(args: argparse.Namespace, problems: Problems, progress: Progress
-             ) -> tuple[Entries, Any] | None:
-    """The distinct members of ``--input`` and the layout for them (None: no input)."""
+             ) -> Members | None:
+    """The distinct members of ``--input``, the layout, k, and whether pairs are
+    confirmed (None: no input)."""
     fl = read_list(args.input, problems, progress, args.input_format)
     if not len(fl.fingerprints):
         return None
-    entries = distinct_entries(fl, with_keys=not args.simhash_cpp)
+    name = "<stdin>" if args.input == "-" else args.input
+    confirm, k = decide(fl, name, args.no_confirm, args.distance, problems)
+    entries = distinct_entries(fl, with_keys=not args.simhash_cpp, confirm=confirm)
     size = len(entries.fingerprints)
-    return entries, resolve_layout(args.distance, size, args.blocks, args.layout)
+    return Members(entries, resolve_layout(k, size, args.blocks, args.layout), k, confirm)
+
+
+def _say_confirmed(problems: Problems, what: tuple[str, str], found: int, k: int,
+                   rejected: int) -> None:
+    """The summary of a confirmed run: ``what`` found (singular, plural), candidates refused."""
+    problems.note(f"{found:,} {what[found != 1]} within {k} bits confirmed by their sketches, "
+                  f"as a crawl decides ({rejected:,} candidate{'s' if rejected != 1 else ''} "
+                  "not confirmed)")
 
 
 def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    found = _members(args, problems, progress)
-    if found is None:
+    members = _members(args, problems, progress)
+    if members is None:
         return _no_input(args.input, problems)
-    entries, layout = found
-    pairs, distances = entry_pairs(entries, args.distance, layout, progress)
+    entries = members.entries
+    pairs, distances, rejected = entry_pairs(entries, members.k, members.layout, progress)
     fps = entries.fingerprints
-    progress(f"writing {len(pairs):,} pairs", force=True)
+    if entries.keys is None:
+        # pairs of fingerprint values, each once (with sketches, two members may
+        # share a fingerprint), in order
+        values = np.unique(np.sort(fps[pairs], axis=1), axis=0).reshape(-1, 2)
+        distances = np.bitwise_count(values[:, 0] ^ values[:, 1])
+    if members.confirm:
+        _say_confirmed(problems, ("pair", "pairs"), len(distances), members.k, rejected)
+    progress(f"writing {len(distances):,} pairs", force=True)
     with open_output(args.output) as out:
         if args.simhash_cpp:
-            values = np.sort(fps[pairs], axis=1)
-            values = values[np.lexsort((values[:, 1], values[:, 0]))]
             write_arrays(out, values.tolist())
             return EXIT_OK
         if entries.keys is None:
-            order = np.lexsort((fps[pairs[:, 1]], fps[pairs[:, 0]]))
             rows = Rows(out, ("fingerprint_a", "fingerprint_b", "distance"),
                         as_json=args.json, header=not args.no_header)
-            a = _fp_column(fps[pairs[order, 0]], args)
-            b = _fp_column(fps[pairs[order, 1]], args)
-            for fa, fb, d in zip(a, b, distances[order].tolist()):
+            a = _fp_column(values[:, 0], args)
+            b = _fp_column(values[:, 1], args)
+            for fa, fb, d in zip(a, b, distances.tolist()):
                 rows.add(fa, fb, d)
         else:
             rows = Rows(out, ("key_a", "key_b", "distance", "fingerprint_a", "fingerprint_b"),
@@ -174,23 +300,34 @@ def cmd_find_all(args: argparse.Namespace, problems: Problems, progress: Progres
 
 
 def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    found = _members(args, problems, progress)
-    if found is None:
+    members = _members(args, problems, progress)
+    if members is None:
         return _no_input(args.input, problems)
-    entries, layout = found
-    groups = member_clusters(entries, args.distance, layout, progress)
+    entries = members.entries
+    groups, rejected = member_clusters(entries, members.k, members.layout, progress)
+    if members.confirm:
+        _say_confirmed(problems, ("cluster linked by pairs", "clusters linked by pairs"),
+                       len(groups), members.k, rejected)
     fps = entries.fingerprints
     progress(f"writing {len(groups):,} clusters", force=True)
+    if entries.keys is None:
+        # each cluster's distinct fingerprints and the rows they stand for (with
+        # sketches, members of one fingerprint and different sketches are one line)
+        distinct = []
+        for g in groups:
+            values, at = np.unique(fps[g], return_inverse=True)
+            distinct.append((values, np.bincount(at.ravel(), entries.counts[g]).astype(int)))
+        distinct.sort(key=lambda c: (-len(c[0]), int(c[0][0])))
     with open_output(args.output) as out:
         if args.simhash_cpp:
-            write_arrays(out, sorted(fps[g].tolist() for g in groups))
+            write_arrays(out, sorted(values.tolist() for values, _ in distinct))
             return EXIT_OK
         if entries.keys is None:
             rows = Rows(out, ("cluster", "size", "fingerprint", "count"),
                         as_json=args.json, header=not args.no_header)
-            for n, group in enumerate(groups, 1):
-                for i in group.tolist():
-                    rows.add(n, len(group), _fp_cell(fps[i], args), int(entries.counts[i]))
+            for n, (values, counts) in enumerate(distinct, 1):
+                for value, seen in zip(values.tolist(), counts.tolist()):
+                    rows.add(n, len(values), _fp_cell(value, args), seen)
         else:
             rows = Rows(out, ("cluster", "size", "key", "fingerprint"),
                         as_json=args.json, header=not args.no_header)
@@ -202,26 +339,55 @@ def cmd_clusters(args: argparse.Namespace, problems: Problems, progress: Progres
 
 
 def member_clusters(entries: Entries, k: int, layout: Any, progress: Progress | None = None
-                    ) -> list[np.ndarray]:
-    """Connected groups of members within ``k`` bits (a fingerprint seen several
-    times without keys is a group too), largest first; members in key/fingerprint order."""
-    index = build_index(entries.fingerprints, k, layout, progress)
-    if progress:
-        progress("finding clusters", force=True)
-    groups = [g.astype(np.int64) for g in index.clusters()]
+                    ) -> tuple[list[np.ndarray], int]:
+    """Connected groups of members linked by pairs within ``k`` bits, confirmed by
+    their sketches when the members have them (a member seen several times without
+    keys is a group too), largest first; members in key/fingerprint order. Also the
+    number of candidates the sketches did not confirm."""
+    rejected = 0
+    if entries.sketches is None:
+        index = build_index(entries.fingerprints, k, layout, progress)
+        if progress:
+            progress("finding clusters", force=True)
+        groups = [g.astype(np.int64) for g in index.clusters()]
+        repeated = entries.counts > 1
+    else:
+        groups, rejected = _confirmed_groups(entries, k, layout, progress)
+        repeated = (entries.counts > 1) & entries.sketches.any(axis=1)
     if entries.keys is None:
         clustered = np.zeros(len(entries.fingerprints), bool)
         for g in groups:
             clustered[g] = True
-        groups += [np.array([i]) for i in np.flatnonzero((entries.counts > 1) & ~clustered)]
+        groups += [np.array([i]) for i in np.flatnonzero(repeated & ~clustered)]
         order = [np.sort(g) for g in groups]  # fingerprint order: entries are sorted
         order.sort(key=lambda g: (-len(g), int(entries.fingerprints[g[0]])))
-        return order
+        return order, rejected
     fps = entries.fingerprints
     order = [np.array(sorted(g.tolist(), key=lambda i: (entries.key(i), int(fps[i]))))
              for g in groups]
     order.sort(key=lambda g: (-len(g), entries.key(int(g[0]))))
-    return order
+    return order, rejected
+
+
+def _confirmed_groups(entries: Entries, k: int, layout: Any, progress: Progress | None
+                      ) -> tuple[list[np.ndarray], int]:
+    """Groups of two or more members linked by confirmed pairs (member positions),
+    and the candidates not confirmed.
+
+    Members of one fingerprint and sketch are one node (they confirm each other,
+    however many there are); a member whose sketch is empty confirms nothing."""
+    from scrapy_simhash.index.tables import component_labels
+
+    live = np.flatnonzero(entries.sketches.any(axis=1))
+    first, node, _ = signature_groups(entries.fingerprints[live], entries.sketches[live])
+    pairs, _ = candidate_pairs(entries.fingerprints[live[first]], k, layout, progress)
+    keep = confirmed(entries.sketches[live[first]], pairs, progress)
+    rejected = int(len(keep) - np.count_nonzero(keep))
+    labels = component_labels(len(first), pairs[keep, 0], pairs[keep, 1])[node]
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = [live[g] for g in np.split(order, bounds) if len(g) > 1]
+    return groups, rejected
 
 
 def _fp_column(values: np.ndarray, args: argparse.Namespace) -> list[Any]:
@@ -262,16 +428,40 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
             values = [parse_fingerprint(v, args.input_format) for v in args.fingerprints]
         except ValueError as exc:
             raise UsageProblem(str(exc)) from None
-        queries = FingerprintList(np.array(values, dtype=np.uint64), None, "hex", 0)
+        queries = FingerprintList(np.array(values, dtype=np.uint64), None, "hex", 0,
+                                  None, len(values))
+        name, missing = "FP arguments", "no sketches"
     else:
+        missing = None
         queries = read_list(args.input, problems, progress, args.input_format)
         if not len(queries.fingerprints):
             return _no_input(args.input, problems)
-    index, k, where = open_index(args.index, args.distance)
+        name = "<stdin>" if args.input == "-" else args.input
+    stored = open_index(args.index)
+    if stored.index is not None and queries.confirmable:
+        name, missing = args.index, "a saved index keeps no sketches"
+    distance = args.distance
+    if distance is None and stored.index is not None:
+        distance = stored.index.k  # a saved index: the k it was built for
+    confirm, k = decide(queries, name, args.no_confirm, distance, problems, what="matches",
+                        missing=missing)
+    if stored.index is None:
+        index = build_index(stored.fingerprints, k, resolve_layout(k, len(stored.fingerprints)))
+    else:
+        index = stored.index
+        if k > index.k:
+            raise UsageProblem(f"{args.index} was built for k={index.k}; --distance {k} "
+                               "is larger")
     found = index.query_many(queries.fingerprints)
     keep = found.distance <= k
     qi, fps, dist, keys = (found.query[keep], found.fingerprint[keep], found.distance[keep],
                            found.key[keep])
+    if confirm:
+        pairs = np.stack([qi, keys.astype(np.int64) + len(queries.fingerprints)], axis=1)
+        ok = confirmed(np.concatenate([queries.sketches, stored.sketches]), pairs, progress)
+        qi, fps, dist, keys = qi[ok], fps[ok], dist[ok], keys[ok]
+        _say_confirmed(problems, ("match", "matches"), len(qi), k, len(ok) - len(qi))
+    where = stored.urls
     text_q = _fp_column(queries.fingerprints, args)
     text_m = _fp_column(fps, args)
     columns = ("query", "match", "distance", "url" if where is not None else "index_key")
@@ -294,13 +484,22 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
         rows.flush()
     if unmatched:
         problems.note(f"{unmatched:,} of {len(queries.fingerprints):,} fingerprints have no "
-                      f"match within {k} bits")
+                      f"{'confirmed ' if confirm else ''}match within {k} bits")
     return EXIT_OK
 
 
-def open_index(path: str, distance: int | None) -> tuple[Any, int, list[str] | None]:
-    """A crawl's state (``JOBDIR`` or its state file) or a saved index: the index,
-    the distance to use, and the URLs of a state (None for a saved index)."""
+class Stored(NamedTuple):
+    """What ``query --index`` searches: a saved index, or a crawl state's
+    fingerprints, URLs and sketches (indexed by row once k is known)."""
+
+    index: Any  #: the saved SimhashIndex; None for a crawl state
+    fingerprints: np.ndarray | None  #: a state's, by row
+    urls: list[str] | None  #: a state's, by row
+    sketches: np.ndarray | None  #: a state's, by row (a saved index keeps none)
+
+
+def open_index(path: str) -> Stored:
+    """A crawl's state (``JOBDIR`` or its state file) or a saved index."""
     from scrapy_simhash.backends.state import state_path
     from scrapy_simhash.cli.crawl import load_state, looks_like_state
     from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
@@ -308,9 +507,7 @@ def open_index(path: str, distance: int | None) -> tuple[Any, int, list[str] | N
 
     if os.path.isdir(path) or looks_like_state(state_path(path)):
         state = load_state(path)
-        k = 3 if distance is None else distance
-        layout = resolve_layout(k, len(state.fingerprints))
-        return build_index(state.fingerprints, k, layout), k, state.urls
+        return Stored(None, state.fingerprints, state.urls, state.sketches)
     try:
         index = SimhashIndex.load(path)
     except OSError as exc:
@@ -322,10 +519,7 @@ def open_index(path: str, distance: int | None) -> tuple[Any, int, list[str] | N
         raise InputError(path, None, f"holds fingerprints of version {version}, this "
                                      f"scrapy-simhash computes version {FINGERPRINT_VERSION}: "
                                      "they cannot be compared")
-    k = index.k if distance is None else distance
-    if k > index.k:
-        raise UsageProblem(f"{path} was built for k={index.k}; --distance {k} is larger")
-    return index, k, None
+    return Stored(index, None, None, None)
 
 
 # -- plan ---------------------------------------------------------------------------
@@ -372,34 +566,59 @@ def mib(size: int) -> str:
 # -- the commands ---------------------------------------------------------------------
 
 
+CONFIRM_HELP = (
+    "A pair is what a crawl drops: fingerprints within K bits whose sketches confirm it, "
+    "when every fingerprint of the input has its sketch (as `fingerprint` writes them); "
+    "stderr says how many candidates the sketches did not confirm. Without sketches a pair "
+    "is decided on the fingerprints alone, which stderr says once; --no-confirm asks for "
+    "that even when the sketches are there.")
+
+
+def add_confirm(parser: argparse.ArgumentParser, what: str, more: str = "") -> None:
+    """``--distance`` (its default follows the mode) and ``--no-confirm``."""
+    add_distance(parser, default=None,
+                 help=f"maximum Hamming distance of a candidate (default: the crawler's, "
+                      f"{DEFAULT_MAX_DISTANCE}, when {what} confirmed by sketches; "
+                      f"{FINGERPRINT_ONLY_DISTANCE} on fingerprints alone{more})")
+    parser.add_argument("--no-confirm", action="store_true",
+                        help="decide on the fingerprints alone, even when the sketches are "
+                             "there (the raw fingerprint pairs)")
+
+
 def add_commands(commands: Commands) -> None:
     for name, func, what, output in (
-        ("find-all", cmd_find_all, "every pair of fingerprints within K bits",
-         ("output: a '#' header line, then one pair a line: key_a, key_b, distance, "
+        ("find-all", cmd_find_all, "every pair of pages a crawl would call near-duplicates",
+         (f"{CONFIRM_HELP}\n\n"
+          "output: a '#' header line, then one pair a line: key_a, key_b, distance, "
           "fingerprint_a, fingerprint_b when the input has keys (pages with equal "
           "fingerprints pair at distance 0); fingerprint_a, fingerprint_b, distance when "
-          "it has none (a fingerprint seen twice pairs with itself). --json: one object a "
-          "pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays.")),
-        ("clusters", cmd_clusters, "groups of fingerprints linked by matches within K bits",
-         ("output: a '#' header line, then one member a line, each distinct member once, "
+          "it has none (a fingerprint seen twice pairs with itself, if confirmed). --json: "
+          "one object a pair; --simhash-cpp: simhash-cpp's format, [a, b] decimal fingerprint arrays.")),
+        ("clusters", cmd_clusters, "groups of pages linked by near-duplicate pairs",
+         (f"{CONFIRM_HELP} Clusters are linked by those pairs only.\n\n"
+          "output: a '#' header line, then one member a line, each distinct member once, "
           "largest cluster first: cluster, size, key, fingerprint with keys; cluster, size, "
           "fingerprint, count (times seen) without. --json: one object a member; "
           "--simhash-cpp: one JSON array of distinct decimal fingerprints a cluster.")),
     ):
         p = commands.add(name, func, what,
                          formats=f"input: {FINGERPRINT_FORMAT_HELP}\n\n{output}",
-                         example=f"fingerprint pages/ | scrapy-simhash {name} --distance 3")
+                         example=f"fingerprint pages/ | scrapy-simhash {name}")
         add_input(p)
         add_output(p)
         p.add_argument("--simhash-cpp", action="store_true",
                        help="write simhash-cpp's output format (decimal JSON arrays)")
-        add_distance(p)
+        add_confirm(p, "pairs are")
         add_layout(p)
 
     p = commands.add(
         "query", cmd_query, "fingerprints near the given ones in a crawl's state or a saved index",
         formats=f"input: FP arguments, or else a fingerprint list (-i, default stdin). "
-                f"{FINGERPRINT_FORMAT_HELP}\n\noutput: a '#' header line, then one match a "
+                f"{FINGERPRINT_FORMAT_HELP}\n\nA match is what a crawl drops: within K bits "
+                "and confirmed by the sketches, when every query has its sketch and the "
+                "index is a crawl's state (which keeps them); on the fingerprints alone "
+                "otherwise (FP arguments, a saved index, --no-confirm), said once on "
+                "stderr.\n\noutput: a '#' header line, then one match a "
                 "line: [key,] query, match, distance, url (the stored page's URL; "
                 "index_key for a saved index); a query without a match gets one line of "
                 "'-'. --json: one object a line.",
@@ -409,8 +628,7 @@ def add_commands(commands: Commands) -> None:
                    help="16 hex digits, 0x-prefixed hex, or decimal")
     p.add_argument("--index", required=True, metavar="PATH",
                    help="a crawl's JOBDIR, its simhash.seen file, or a saved SimhashIndex")
-    add_distance(p, default=None,
-                 help="maximum distance (default: the index's k, or 3 for a crawl state)")
+    add_confirm(p, "matches are", "; a saved index's own k")
     add_input(p)
     add_output(p)
 

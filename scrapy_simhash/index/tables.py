@@ -395,6 +395,25 @@ def _run_pairs(a: np.ndarray, p: int, k: int) -> tuple[np.ndarray, np.ndarray, n
     return np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_d).astype(np.uint8)
 
 
+def component_labels(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The connected components of the graph on nodes ``0..n-1`` with edges
+    ``a[i]-b[i]``: each node's label, the smallest node of its component."""
+    labels = np.arange(n)
+    while a.size:
+        low = np.minimum(labels[a], labels[b])
+        before = labels.copy()
+        np.minimum.at(labels, a, low)
+        np.minimum.at(labels, b, low)
+        while True:
+            jumped = labels[labels]
+            if np.array_equal(jumped, labels):
+                break
+            labels = jumped
+        if np.array_equal(before, labels):
+            break
+    return labels
+
+
 class SimhashIndex:
     """Fingerprints with integer keys, queried for neighbours within ``k`` bits.
 
@@ -888,20 +907,7 @@ class SimhashIndex:
         level = self._levels[0]
         starts, sizes = self._groups()
         group_of = np.cumsum(np.isin(np.arange(len(level.fps)), starts)) - 1
-        ga, gb = group_of[ra], group_of[rb]
-        labels = np.arange(len(starts))
-        while ga.size:
-            low = np.minimum(labels[ga], labels[gb])
-            before = labels.copy()
-            np.minimum.at(labels, ga, low)
-            np.minimum.at(labels, gb, low)
-            while True:
-                jumped = labels[labels]
-                if np.array_equal(jumped, labels):
-                    break
-                labels = jumped
-            if np.array_equal(before, labels):
-                break
+        labels = component_labels(len(starts), group_of[ra], group_of[rb])
         row_label = labels[group_of]
         order = np.lexsort((level.keys, row_label))
         row_label, keys = row_label[order], level.keys[order]
