@@ -272,8 +272,8 @@ class SimhashMiddleware:
         duplicates = stats.get_value("simhash/duplicate_count", 0)
         stats.set_value("simhash/index_size", size)
         stats.set_value("simhash/cpu_seconds", round(self._seconds, 6))
-        for name, value in getattr(self.backend, "stats", dict)().items():
-            stats.set_value(f"simhash/redis/{name}", value)
+        for name, value in self.backend.stats().items():
+            stats.set_value(f"simhash/{name}", value)
         self._check_unchecked_share(spider)
         self._write_event(
             "close",

@@ -423,7 +423,7 @@ def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, 
             backend.query_and_add(sig(fp), url)
         timings.append(time.monotonic() - started)
     assert max(timings) < 0.3 + 0.3 and max(timings[1:]) < 0.05, timings  # hold-off: no call
-    assert backend.stats()["queue_length"] == 3
+    assert backend.stats()["redis/queue_length"] == 3
     server.start()  # the append-only file brings the index back
     _wait_for_retry(backend)
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
@@ -432,14 +432,14 @@ def test_redis_stopped_pages_queued_and_indexed_on_return(redis_server_factory, 
     stats = backend.stats()
     # b duplicates a (stored before), d duplicates c (kept in the same outage): both
     # were kept by the crawl and are only counted; c is indexed with its URL
-    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 2
-    assert stats["queue_length"] == 0
+    assert stats["redis/reindexed_count"] == 1 and stats["redis/reindexed_duplicate_count"] == 2
+    assert stats["redis/queue_length"] == 0
     assert backend.query_and_add(sig(0xF0F0F2), "https://f/", add="never") == Duplicate(
         "https://c/", 0xF0F0F0, 1
     )
     assert len(backend) == 3  # a, c, e
     backend.close()
-    assert backend.stats()["unindexed_count"] == 0
+    assert backend.stats()["redis/unindexed_count"] == 0
 
 
 def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_server_factory):
@@ -466,12 +466,12 @@ def test_redis_hung_calls_bounded_and_the_lost_answer_not_stored_twice(redis_ser
     _wait_for_retry(backend)
     assert backend.query_and_add(sig(0x7777777777), "https://d/") is None
     stats = backend.stats()
-    assert stats["queued_count"] == 2 and stats["queue_length"] == 0
+    assert stats["redis/queued_count"] == 2 and stats["redis/queue_length"] == 0
     # b's script ran when the server resumed: re-indexing found b's own URL and did
     # not store it twice; c's reconnection timed out in its handshake, before the
     # script was sent, so c is stored now
-    assert stats["reindexed_already_stored_count"] >= 1, stats
-    assert stats["reindexed_already_stored_count"] + stats.get("reindexed_count", 0) == 2
+    assert stats["redis/reindexed_already_stored_count"] >= 1, stats
+    assert stats["redis/reindexed_already_stored_count"] + stats.get("redis/reindexed_count", 0) == 2
     assert len(backend) == 4  # a, b, c, d: each once
     backend.close()
 
@@ -495,13 +495,13 @@ def test_redis_full_checks_but_queues_until_there_is_room(
         assert backend.query_and_add(sig(0x5555_0000_0001), "https://d/") is None
     assert "out of memory" in caplog.text
     stats = backend.stats()
-    assert stats["unstored_count"] == 2 and stats["queue_length"] == 2
+    assert stats["redis/unstored_count"] == 2 and stats["redis/queue_length"] == 2
     assert len(backend) == 1
     make_room(client, filled)
     time.sleep(max(0.0, backend._flush_after - time.monotonic()))
     assert backend.query_and_add(sig(0x9999_9999_0000_0000), "https://e/") is None
     stats = backend.stats()
-    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
+    assert stats["redis/reindexed_count"] == 1 and stats["redis/reindexed_duplicate_count"] == 1
     assert len(backend) == 3
     found = backend.query_and_add(sig(0x5555_0000_0002), "https://f/", add="never")
     assert found.url == backend.index.url_token("https://c/")
@@ -520,8 +520,8 @@ def test_queue_is_bounded_and_what_is_left_is_reported(redis_server_factory, cap
     with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
         backend.close()
     stats = backend.stats()
-    assert stats["queued_count"] == 2 and stats["queue_overflow_count"] == 2
-    assert stats["unindexed_count"] == 2
+    assert stats["redis/queued_count"] == 2 and stats["redis/queue_overflow_count"] == 2
+    assert stats["redis/unindexed_count"] == 2
     assert "2 pages kept while Redis" in caplog.text and "never indexed" in caplog.text
 
 

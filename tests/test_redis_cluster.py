@@ -92,7 +92,7 @@ def test_queue_is_indexed_through_the_masters_node(redis_cluster, url_format):
     backend._enqueue(0xAA, "https://r/", "if_new", SKETCH)
     assert backend.query_and_add(sig(1 << 40), "https://b/") is None
     stats = backend.stats()
-    assert stats["reindexed_count"] == 1 and stats["reindexed_duplicate_count"] == 1
+    assert stats["redis/reindexed_count"] == 1 and stats["redis/reindexed_duplicate_count"] == 1
     found = backend.query_and_add(sig(0xF0F0F1), "https://c/", add="never")
     assert found == Duplicate(backend.index.url_token("https://q/"), 0xF0F0F0, 1)
     backend.close()
@@ -149,7 +149,7 @@ def test_failover_of_the_crawls_master(redis_cluster_to_break, caplog):
     assert max(durations) < timeout + 0.5, sorted(durations)[-5:]
     backend.close()
     stats = backend.stats()
-    assert stats["queued_count"] == failed and stats["unindexed_count"] == 0
+    assert stats["redis/queued_count"] == failed and stats["redis/unindexed_count"] == 0
     # what the replica kept of the pages stored before the kill
     check = cluster_backend(cluster.url)
     check.open("failover")
@@ -201,7 +201,7 @@ def _sharded_insert_all(url: str, items, start, results) -> None:
     start.wait()
     for pair, fp in items:
         results.put((pair, int(backend.query_and_add(sig(fp), str(pair)) is None)))
-    results.put(("lease_lost", backend.stats().get("lease_lost_count", 0)))
+    results.put(("lease_lost", backend.stats().get("redis/lease_lost_count", 0)))
     backend.close()
 
 
@@ -254,5 +254,5 @@ def test_sharded_dead_writer_holds_the_others_for_its_lease_only(redis_cluster):
     time.sleep(1.6)  # its lease is over (and so is the hold-off)
     assert backend.query_and_add(sig(0xABC << 40), "https://c/") is None
     stats = backend.stats()
-    assert stats["queued_count"] == 1 and stats["reindexed_duplicate_count"] == 1
+    assert stats["redis/queued_count"] == 1 and stats["redis/reindexed_duplicate_count"] == 1
     backend.close()

@@ -85,6 +85,11 @@ class Backend(Protocol):
         """Flush and release the index (persisted state stays)."""
         ...
 
+    def stats(self) -> dict[str, int]:
+        """The backend's own counters, named below ``simhash/`` (the middleware
+        publishes them at close; ``{}`` when it has none)."""
+        ...
+
     def __len__(self) -> int:
         """Pages stored."""
         ...

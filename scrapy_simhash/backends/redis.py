@@ -947,12 +947,12 @@ class RedisBackend:
             self.client.close()
 
     def stats(self) -> dict[str, int]:
-        """Counters of the queue of pages Redis could not take at once (for
-        the ``simhash/redis/`` stats)."""
+        """Counters of the queue of pages Redis could not take at once: the
+        ``simhash/redis/`` stats."""
         counts = {**self.counts, "queue_length": len(self._pending)}
         if getattr(self.index, "lease_lost", 0):  # sharded tables, while open
             counts["lease_lost_count"] = self.index.lease_lost
-        return counts
+        return {f"redis/{name}": value for name, value in counts.items()}
 
     def __len__(self) -> int:
         """The index size (read from Redis while open, else the last known)."""
