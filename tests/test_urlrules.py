@@ -175,16 +175,14 @@ EVIDENCE = st.lists(
 )
 
 
-# derandomize: a fixed set of examples, so CI is repeatable. Known open case (issue 13,
-# session 4): at 2,000 examples (--hypothesis-seed 2 or 3) a rule can end retired in one
-# order and a candidate, or active, in another, when a counterexample is met through a
-# composition before the URL linking the two rules is fetched. Never a skip without the
-# rule's own support: test_a_rule_is_not_credited_with_pairs_another_rule_maps.
-@settings(max_examples=200, deadline=None, derandomize=True)
+# Each rule counts only the pairs it maps itself, so which rules exist, their support and
+# state, and the compositions unlinked are functions of the evidence, not of its order
+# (RuleBook's docstring). CI runs 200 examples; SIMHASH_TEST_EXAMPLES=2000 runs more.
+@settings(max_examples=int(os.environ.get("SIMHASH_TEST_EXAMPLES", 200)), deadline=None)
 @given(EVIDENCE, st.randoms(use_true_random=False))
-# A path rule credited with the parameter rule's pair (/p/1?s=1, /p/1), which it maps to
-# itself, became active on one pair of its own, and its counterexample (/q/1, /p/1) then
-# retired the parameter rule too, but only in the orders where it had become active first.
+# Crediting a path rule with the parameter rule's pair (/p/1?s=1, /p/1), which it maps to
+# itself, made it active on one pair of its own in the orders where the parameter rule
+# had become active first, and its counterexample (/q/1, /p/1) then retired both.
 @example([("k", 0, "", "/p/", 0)] * 6 + [("d", 2, "?s=1", "/p/", 2), ("d", 0, "", "/q/", 0),
          ("d", 1, "", "/p/", 2), ("d", 1, "", "/q/", 0), ("d", 1, "?s=1", "/p/", 2)],
          __import__("random").Random(12))  # an order that failed
@@ -201,18 +199,28 @@ def test_final_rule_states_do_not_depend_on_the_order_of_evidence(evidence, rnd)
             fetched.add(url)
             dups.append(["d", url, f"{H}/p/{other}"])
 
-    def states(events):
+    def replayed(events):
         book = RuleBook(min_support=2, verify_first=0, verify_share=0)
         replay(book, events)
-        return {r["rule"]: r["state"] for r in book.summary()}
+        return book
 
-    first = states(kept + dups)
+    def states(book):
+        # a retired rule's counts stop at its counterexample: its state alone is compared
+        return ({r["rule"]: (r["state"],) if r["state"] == "retired" else
+                 (r["state"], r["support"], r["pages"]) for r in book.summary()},
+                {(a, b) for a, b in book._unlinked  # compositions of rules active at the end
+                 if book.rules[a].active and book.rules[b].active})
+
+    book = replayed(kept + dups)
     shuffled_k, shuffled_d = kept[:], dups[:]
     rnd.shuffle(shuffled_k)
     rnd.shuffle(shuffled_d)
-    again = states(shuffled_k + shuffled_d)
-    assert {r: s for r, s in first.items() if s != "candidate"} == {
-        r: s for r, s in again.items() if s != "candidate"}
+    assert states(book) == states(replayed(shuffled_k + shuffled_d))
+    # and no rule, alone or composed, maps a URL fetched to a page other than its own
+    page_of = {e[1]: e[1] if e[0] == "k" else e[2] for e in reversed(kept + dups)}
+    for url, page in page_of.items():
+        decision = book.check(url)
+        assert decision is None or decision.duplicate_of == page, (url, decision)
 
 
 # -- state ---------------------------------------------------------------------------------

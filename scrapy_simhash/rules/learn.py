@@ -23,15 +23,13 @@ listing, never speaks for a whole path), and no counterexample;
 page already kept, and whether to fetch it anyway to verify the rule.
 
 The state is rebuilt from the evidence (replayed from a log on resume or from
-the other processes of a crawl). A rule's own pairs do not depend on their
-order; pairs met through another rule do (that rule must be active when they
-are met), so a counterexample found through a composition, and a rule learned
-through another rule's form of a URL, can still depend on the order of evidence.
+the other processes of a crawl), and which rules are active or retired depends on
+that evidence only, not on the order it arrives in (see :class:`RuleBook`): a rule
+counts the pairs it maps itself; rules compose only when they are applied.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -134,10 +132,12 @@ class Rule:
     _support_keys: set = field(default_factory=set, repr=False)
     _support_urls: set = field(default_factory=set, repr=False)
     _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, Url)
-    # composed key -> (page, url, the Url the inner rule made of it, the inner rule)
-    _via: dict = field(default_factory=dict, repr=False)
+    # key another active rule's form of a URL has under this one -> {inner id: (page, url)}
+    _composed: dict = field(default_factory=dict, repr=False)
     _verify_left: int = field(default=0, repr=False)
     _verify_keys: set = field(default_factory=set, repr=False)
+    _would: int = field(default=0, repr=False)  # requests it would have skipped
+    _checks: int = field(default=0, repr=False)  # ... of which fetched to check it
 
     def key(self, url: Url):  # overridden
         raise NotImplementedError
@@ -330,12 +330,15 @@ def candidate_rule(dropped: Url, kept: Url) -> Rule | None:
 
 class RuleEvent(NamedTuple):
     """Something a caller should log: ``kind`` is ``learned``, ``activated``,
-    ``retired`` (an active rule met a counterexample) or ``rejected`` (a candidate
-    did); ``pair`` is the supporting pair or the counterexample."""
+    ``retired`` (an active rule met a counterexample), ``rejected`` (a candidate
+    did) or ``unlinked`` (``via`` then ``rule``, both active, mapped two pages kept
+    as distinct together: they are no longer applied one after the other); ``pair``
+    is the supporting pair or the counterexample."""
 
     kind: str
     rule: Rule
     pair: Pair
+    via: Rule | None = None
 
 
 class Decision(NamedTuple):
@@ -355,9 +358,28 @@ class RuleBook:
     ``verify_first``: requests fetched anyway right after activation (the first
     ones for pages beyond the rule's supporting pages: a page with a supporting
     pair of its own is skipped on that evidence);
-    ``verify_share``: share of later would-be skips fetched anyway (by a hash of the
-    URL, so every process and every replay picks the same ones), among requests
-    for pages the rule has no supporting pair of its own for.
+    ``verify_share``: after those, a rule fetches the request it would skip
+    whenever fewer than this share of the requests it would have skipped so far
+    were fetched to check it (the first ones included): a floor, not an average.
+
+    **What the state depends on.** A rule's support and counterexamples are the
+    pairs of fetched URLs that the rule *itself* maps together (same
+    :meth:`Rule.key`): same page, a supporting pair; two pages kept as distinct, a
+    counterexample. Both are functions of the set of (URL, page) observations, so
+    whether a rule is active (enough support, no counterexample) or retired (a
+    counterexample) does not depend on the order the evidence arrives in: a rule
+    created late meets every earlier observation (``_backfill``), support only
+    grows and retirement is for good. Rules compose only when applied (a host
+    alias, then a tracking parameter): a composition of two active rules is
+    checked against every observation once both are active, and one pair of
+    distinct pages it maps together stops it (``unlinked``), again whatever the
+    order (a retired rule stops counting: its support is what it had when it met
+    its counterexample). Crediting a rule with another rule's pairs, as an earlier version did,
+    let a rule become active, or be blamed, depending on which rule had become
+    active first. What stays order-dependent: which counterexample or example pair
+    is shown, the ``verified`` and ``skips`` counts, and which pairs of a page's
+    URLs suggest candidates when a page has more than ``MAX_CLUSTER`` URLs (a
+    missed candidate saves fewer fetches; it never skips a page).
     """
 
     def __init__(self, min_support: int = 3, verify_first: int = 2,
@@ -368,12 +390,11 @@ class RuleBook:
             raise ValueError(f"verify_share must be from 0 to 1, got {verify_share}")
         self.min_support = min_support
         self.verify_first = verify_first
-        self._verify_cut = int(verify_share * 0x10000)
+        self.verify_share = verify_share
         self.rules: dict[str, Rule] = {}
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
-        self._pending: list[Rule] = []  # rules activated since the last _compose
-        self._events_after: list[RuleEvent] = []  # from rules rebuilt after a retirement
+        self._unlinked: set[tuple[str, str]] = set()  # (inner id, outer id): not composed
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
         self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
@@ -382,52 +403,35 @@ class RuleBook:
 
     def kept(self, url: str) -> list[RuleEvent]:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
-        events = self._observe(url, url)
-        events.extend(self._compose())
-        return self._flush(events)
+        return self._observe(url, url)
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
-        """``url`` was dropped as a near-duplicate of the kept page ``of``: the pair (and
-        ``url`` with every other URL already known to show page ``of``) may suggest
-        rules (``learned``), support them (``activated``) or refute them."""
-        events: list[RuleEvent] = []
+        """``url`` was dropped as a near-duplicate of the kept page ``of``: ``url`` with
+        every other URL already known to show page ``of`` may suggest rules
+        (``learned``), support them (``activated``) or refute them."""
         if url in self._page_of:
-            return events
-        u = parse_url(url)
-        forms = [u]
-        for active in self._active.get(u.origin, ()):
-            key = active.key(u)
-            if key is not None and key != u:
-                forms.append(Url(*key))
+            return []
         cluster = self._cluster.get(of, [of])[:MAX_CLUSTER]
         # observed first, so that the new rules' backfill meets it with the others
-        events.extend(self._observe(url, of))
+        events = self._observe(url, of)
+        u = parse_url(url)
         for other in cluster:
             if other == url:
                 continue
-            o = parse_url(other)
-            for form in forms:
-                rule = candidate_rule(form, o)
-                if rule is None or rule.id in self.rules:
-                    continue
-                self.rules[rule.id] = rule
-                for origin in rule.origins:
-                    self._live.setdefault(origin, []).append(rule)
-                events.append(RuleEvent("learned", rule, (url, other)))
-                events.extend(self._backfill(rule))
-        events.extend(self._compose())
-        return self._flush(events)
-
-    def _flush(self, events: list[RuleEvent]) -> list[RuleEvent]:
-        while self._events_after:
-            events.extend(self._events_after)
-            self._events_after = []
-            events.extend(self._compose())
+            rule = candidate_rule(u, parse_url(other))
+            if rule is None or rule.id in self.rules:
+                continue
+            self.rules[rule.id] = rule
+            for origin in rule.origins:
+                self._live.setdefault(origin, []).append(rule)
+            events.append(RuleEvent("learned", rule, (url, other)))
+            events.extend(self._backfill(rule))
         return events
 
     def _observe(self, url: str, page: str) -> list[RuleEvent]:
         """Record that fetching ``url`` showed ``page`` (a kept URL); every live rule
-        that speaks for ``url`` gains a supporting pair or a counterexample."""
+        that maps ``url`` gains a supporting pair or a counterexample, and every
+        composition of two active rules that maps it is checked."""
         if url in self._page_of:
             return []
         self._page_of[url] = page
@@ -442,104 +446,80 @@ class RuleBook:
             self._seen.setdefault(scope, []).append(entry)
         events: list[RuleEvent] = []
         for rule in list(self._live.get(u.origin, ())):
-            if rule.retired:
+            if not rule.retired:
+                events.extend(self._meet(rule, u, url, page))
+        for inner in list(self._active.get(u.origin, ())):
+            image = inner.key(u) if inner.active else None
+            if image is None or image == u:
                 continue
-            event = self._meet(rule, u, url, page)
-            if event is not None:
-                events.append(event)
+            for outer in list(self._active.get(image[0], ())):
+                if outer is not inner and outer.active:
+                    events.extend(self._meet_composed(inner, outer, u, url, page))
         return events
 
-    def _backfill(self, rule: Rule, scopes: tuple = ()) -> list[RuleEvent]:
+    def _backfill(self, rule: Rule) -> list[RuleEvent]:
         """A new rule meets every URL fetched before it existed: its support and its
-        counterexamples so far; ``scopes`` adds the URLs that another rule maps (and
-        ``rule`` may then map further)."""
+        counterexamples so far."""
         events: list[RuleEvent] = []
         done: set[str] = set()
-        composed = {s: None for o in rule.origins for r in self._active.get(o, ())
-                    if r is not rule for s in r.scope()}
-        for scope in dict.fromkeys((*rule.scope(), *scopes, *composed)):
+        for scope in rule.scope():
             for u, url, page in self._seen.get(scope, ()):
                 if url in done:
                     continue
                 done.add(url)
-                event = self._meet(rule, u, url, page)
-                if event is not None:
-                    events.append(event)
-                    if rule.retired:
-                        return events
+                events.extend(self._meet(rule, u, url, page))
+                if rule.retired:
+                    return events
         return events
 
-    def _keys(self, rule: Rule, u: Url) -> list[tuple]:
-        """What ``rule`` maps ``u`` to, alone and after one other active rule (rules
-        compose: ``/a?utm=1`` on a mirror host is ``/a`` on the main one)."""
-        keys = []
-        key = rule.key(u)
-        if key is not None:
-            keys.append(key)
-        for other in self._active.get(u.origin, ()):
-            if other is rule:
-                continue
-            first = other.key(u)
-            if first is not None and first != u:
-                key = rule.key(Url(*first))
-                if key is not None and key not in keys:
-                    keys.append(key)
-        return keys
-
-    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
-        """``rule`` meets a URL fetched: a supporting pair or a counterexample, through
-        its own mapping or after another active rule (rules compose).
-
-        A pair counts for ``rule`` only when ``rule`` is needed to map its two URLs
-        together: their forms before ``rule`` (the URL itself, or what the other rule
-        made of it) differ. When they are equal the pair is the other rule's alone;
-        crediting ``rule`` with it let a rule become active on fewer than
-        ``min_support`` pairs of its own, and blamed it for the other rule's
-        counterexamples in the orders where that rule had become active first.
-        Nor is a composed pair evidence when the other rule's form of the URL was
-        fetched itself: it then splits into the two rules' own pairs, each met
-        directly. Composed keys are stored apart (``Rule._via``, with the inner rule) and
-        dropped when the inner rule retires (see :meth:`_retire`).
-        """
-        activated = None
+    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> list[RuleEvent]:
+        """``rule`` meets a URL fetched: a supporting pair or a counterexample when
+        ``rule`` maps it onto a URL fetched before (its own pairs only)."""
         own = rule.key(u)
-        if own is not None:
-            first = rule._kept.setdefault(own, (page, url, u))
-            if first[0] != page:
-                return self._retire(rule, (first[1], url))
-            if first[1] != url:
-                activated = self._support(rule, own, (url, first[1]))
-            via = rule._via.get(own)
-            if via is not None and via[1] != url and via[2] != u:
-                if via[0] != page:
-                    return self._retire(rule, (via[1], url))
-                activated = self._support(rule, own, (url, via[1])) or activated
-        for other in self._active.get(u.origin, ()):
-            if other is rule:
-                continue
-            inner = other.key(u)
-            if inner is None or inner == u:
-                continue
-            inner = Url(*inner)
-            if inner.text() in self._page_of:
-                # fetched itself: the pair is the two rules' own pairs through it
-                continue
-            key = rule.key(inner)
-            if key is None or key == own:
-                continue
-            for stored in (rule._kept.get(key), rule._via.get(key)):
-                if stored is None or stored[1] == url or stored[2] == inner:
-                    continue
-                if stored[0] != page:
-                    return self._retire(rule, (stored[1], url))
-                activated = self._support(rule, key, (url, stored[1])) or activated
-            rule._via.setdefault(key, (page, url, inner, other))
-        return activated
+        if own is None:
+            return []
+        first = rule._kept.setdefault(own, (page, url, u))
+        if first[0] != page:
+            return [self._retire(rule, (first[1], url))]
+        events: list[RuleEvent] = []
+        if first[1] != url:
+            events.extend(self._support(rule, own, (url, first[1])))
+        # an earlier composition mapped another page to this key: it is refuted
+        for inner_id, (other_page, other_url) in rule._composed.get(own, {}).items():
+            if other_page != page:
+                events.extend(self._unlink(self.rules[inner_id], rule, (other_url, url)))
+        return events
 
-    def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
+    def _meet_composed(self, inner: Rule, outer: Rule, u: Url, url: str,
+                       page: str) -> list[RuleEvent]:
+        """``inner`` then ``outer`` (both active) meet a URL fetched: the composition
+        is refuted when it maps the URL onto a URL of another page."""
+        if (inner.id, outer.id) in self._unlinked:
+            return []
+        first = inner.key(u)
+        if first is None or first == u:
+            return []
+        key = outer.key(Url(*first))
+        if key is None:
+            return []
+        seen = outer._composed.setdefault(key, {}).setdefault(inner.id, (page, url))
+        if seen[0] != page:
+            return self._unlink(inner, outer, (seen[1], url))
+        direct = outer._kept.get(key)
+        if direct is not None and direct[0] != page:
+            return self._unlink(inner, outer, (direct[1], url))
+        return []
+
+    def _unlink(self, inner: Rule, outer: Rule, pair: Pair) -> list[RuleEvent]:
+        if (inner.id, outer.id) in self._unlinked:
+            return []
+        self._unlinked.add((inner.id, outer.id))
+        return [RuleEvent("unlinked", outer, pair, inner)]
+
+    def _support(self, rule: Rule, key: tuple, pair: Pair) -> list[RuleEvent]:
         url = pair[0]
         if url in rule._support_urls:
-            return None
+            return []
         rule._support_urls.add(url)
         rule.support += 1
         if rule.active:
@@ -551,35 +531,31 @@ class RuleBook:
                 # a fetch already under way at activation checked a new page: it counts
                 # as one of the first verifications
                 rule._verify_left -= 1
+                rule._checks += 1
+                rule._would += 1
         if len(rule.examples) < MAX_EXAMPLES:
             rule.examples.append(pair)
         if not rule.active and self._enough(rule):
-            rule.active = True
-            rule._verify_left = self.verify_first
-            for origin in rule.origins:
-                self._active.setdefault(origin, []).append(rule)
-            self._pending.append(rule)
-            return RuleEvent("activated", rule, pair)
-        return None
+            return self._activate(rule, pair)
+        return []
 
     def _enough(self, rule: Rule) -> bool:
         return rule.support >= self.min_support and rule.pages >= min(2, self.min_support)
 
-    def _compose(self) -> list[RuleEvent]:
-        """After activations: the other live rules meet the URLs seen again, through the
-        new active rules (their composed keys)."""
-        events: list[RuleEvent] = []
-        while self._pending:
-            new = self._pending.pop()
-            if not new.active:
-                continue
-            others = {id(r): r for o in new.origins for r in self._live.get(o, ())
-                      if r is not new}
-            for rule in others.values():
-                if rule.retired:
-                    continue
-                for event in self._backfill(rule, new.scope()):
-                    events.append(event)
+    def _activate(self, rule: Rule, pair: Pair) -> list[RuleEvent]:
+        """``rule`` is active: its compositions with the other active rules meet every
+        URL fetched so far (then each new one, in :meth:`_observe`)."""
+        rule.active = True
+        rule._verify_left = self.verify_first
+        events = [RuleEvent("activated", rule, pair)]
+        others = {id(r): r for o in rule.origins for r in self._active.get(o, ())}
+        for origin in rule.origins:
+            self._active.setdefault(origin, []).append(rule)
+        for other in others.values():
+            for inner, outer in ((rule, other), (other, rule)):
+                for origin in inner.origins:
+                    for u, url, page in self._seen.get(("origin", origin), ()):
+                        events.extend(self._meet_composed(inner, outer, u, url, page))
         return events
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
@@ -592,37 +568,17 @@ class RuleBook:
                 self._active[origin].remove(rule)
         was_active, rule.active = rule.active, False
         rule._kept = {}
-        rule._via = {}
+        rule._composed = {}
         rule._support_keys = set()
         rule._support_urls = set()
-        events: list[RuleEvent] = []
-        if was_active:
-            # what the other rules learned through it is no longer evidence
-            for origin in rule.origins:
-                for other in list(self._live.get(origin, ())):
-                    if not other.retired and any(v[3] is rule for v in other._via.values()):
-                        events.extend(self._rebuild(other))
-        self._events_after.extend(events)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
-
-    def _rebuild(self, rule: Rule) -> list[RuleEvent]:
-        """Recount ``rule``'s evidence from every URL fetched, through the rules active
-        now; an active rule left short of ``min_support`` is a candidate again."""
-        rule._kept, rule._via = {}, {}
-        rule._support_keys, rule._support_urls = set(), set()
-        rule.support = rule.pages = 0
-        rule.examples = []
-        events = self._backfill(rule)
-        if rule.active and not rule.retired and not self._enough(rule):
-            rule.active = False
-            for origin in rule.origins:
-                self._active[origin].remove(rule)
-        return events
 
     # -- applying --------------------------------------------------------------------------
 
     def check(self, url: str) -> Decision | None:
-        """The active rule mapping ``url`` to a page already kept (another URL), if any."""
+        """The active rule mapping ``url`` to a page already kept (another URL), if any:
+        a rule alone, else an active rule after another one (a composition not
+        unlinked)."""
         origin_end = url.find("/", url.find("://") + 3)
         origin = (url if origin_end == -1 else url[:origin_end]).lower()
         if "?" in origin:
@@ -631,36 +587,63 @@ class RuleBook:
         if not rules:
             return None
         u = parse_url(url)
-        matches = self._matches(rules, u, url, composed=False) or self._matches(
-            rules, u, url, composed=True)
-        if not matches:
-            return None
-        for rule, key, kept in matches:
-            if key in rule._support_keys:
-                # this very page has a supporting pair under the rule: skip on that evidence
-                return Decision(rule, kept, False)
-        verify = (zlib.crc32(url.encode()) & 0xFFFF) < self._verify_cut
+        matches = self._direct(rules, u, url)
+        if matches:
+            for rule, key, kept in matches:
+                if key in rule._support_keys:
+                    # this very page has a supporting pair under the rule: no first check
+                    return self._decide(rule, kept, first=False)
+        else:
+            matches = self._composed(rules, u, url)
+            if not matches:
+                return None
         for rule, key, kept in matches:
             if rule._verify_left == 0 or key in rule._verify_keys:
-                return Decision(rule, kept, verify)
+                return self._decide(rule, kept, first=False)
         # every rule mapping it is new: the first pages beyond its evidence are fetched
         rule, key, kept = matches[0]
         rule._verify_left -= 1
         rule._verify_keys.add(key)
-        return Decision(rule, kept, True)
+        return self._decide(rule, kept, first=True)
 
-    def _matches(self, rules: list[Rule], u: Url, url: str, *, composed: bool) -> list:
-        """The rules (alone, or after another one) mapping ``u`` to a known page."""
+    def _decide(self, rule: Rule, kept: str, *, first: bool) -> Decision:
+        """Count a request ``rule`` would skip; fetch it to check the rule when it is
+        one of the first, or while fewer than ``verify_share`` of them were checked."""
+        rule._would += 1
+        verify = first or rule._checks < self.verify_share * rule._would
+        if verify:
+            rule._checks += 1
+        return Decision(rule, kept, verify)
+
+    @staticmethod
+    def _direct(rules: list[Rule], u: Url, url: str) -> list[tuple[Rule, tuple, str]]:
         found = []
         for rule in rules:
-            keys = self._keys(rule, u) if composed else [rule.key(u)]
-            for key in keys:
+            key = rule.key(u)
+            if key is None:
+                continue
+            known = rule._kept.get(key)
+            if known is not None and known[0] != url:
+                found.append((rule, key, known[0]))
+        return found
+
+    def _composed(self, rules: list[Rule], u: Url, url: str) -> list[tuple[Rule, tuple, str]]:
+        """Active rules after another active rule (``/a?utm=1`` on a mirror host is
+        ``/a`` on the main one), unless that composition was unlinked."""
+        found = []
+        for inner in rules:
+            image = inner.key(u)
+            if image is None or image == u:
+                continue
+            for outer in self._active.get(image[0], ()):
+                if outer is inner or (inner.id, outer.id) in self._unlinked:
+                    continue
+                key = outer.key(Url(*image))
                 if key is None:
                     continue
-                known = rule._kept.get(key) or rule._via.get(key)
+                known = outer._kept.get(key)
                 if known is not None and known[0] != url:
-                    found.append((rule, key, known[0]))
-                    break
+                    found.append((outer, key, known[0]))
         return found
 
     def skipped(self, rule_id: str) -> None:
