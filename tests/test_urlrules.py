@@ -170,7 +170,7 @@ def test_a_rule_is_not_credited_with_pairs_another_rule_maps():
 
 EVIDENCE = st.lists(
     st.tuples(st.sampled_from("kd"), st.integers(0, 5), st.sampled_from(["", "?s=1", "?s=2"]),
-              st.sampled_from(["/p/", "/q/"]), st.integers(0, 5)),
+              st.sampled_from(["/p/", "/q/", "www/p/"]), st.integers(0, 5)),
     max_size=40,
 )
 
@@ -194,7 +194,8 @@ def test_final_rule_states_do_not_depend_on_the_order_of_evidence(evidence, rnd)
     fetched = {url for _, url in kept}
     dups = []
     for kind, page, query, path, other in evidence:
-        url = f"{H}{path}{page}{query}"
+        url = (f"{H}{path}" if path[0] == "/" else f"http://www.example.com{path[3:]}")
+        url += f"{page}{query}"
         if kind == "d" and url not in fetched:
             fetched.add(url)
             dups.append(["d", url, f"{H}/p/{other}"])

@@ -129,11 +129,15 @@ class Rule:
     retired: bool = False
     skips: int = 0
     verified: int = 0  # supporting pairs met after activation
-    _support_keys: set = field(default_factory=set, repr=False)
-    _support_urls: set = field(default_factory=set, repr=False)
+    _support_keys: set = field(default_factory=set, repr=False)  # keys of own pairs
     _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, Url)
-    # key another active rule's form of a URL has under this one -> {inner id: (page, url)}
+    _own_pairs: int = field(default=0, repr=False)
+    # key a URL has under this rule after another rule -> {its id: [(page, url, image)]}
     _composed: dict = field(default_factory=dict, repr=False)
+    # support lent by other rules: their id -> {url: (the key it has here, its image)}
+    _lent: dict = field(default_factory=dict, repr=False)
+    _borrowers: dict = field(default_factory=dict, repr=False)  # rules this one lends to
+    _lending: bool = field(default=False, repr=False)  # ever active
     _verify_left: int = field(default=0, repr=False)
     _verify_keys: set = field(default_factory=set, repr=False)
     _would: int = field(default=0, repr=False)  # requests it would have skipped
@@ -358,28 +362,34 @@ class RuleBook:
     ``verify_first``: requests fetched anyway right after activation (the first
     ones for pages beyond the rule's supporting pages: a page with a supporting
     pair of its own is skipped on that evidence);
-    ``verify_share``: after those, a rule fetches the request it would skip
-    whenever fewer than this share of the requests it would have skipped so far
-    were fetched to check it (the first ones included): a floor, not an average.
+    ``verify_share``: after those, a rule fetches a request it would skip whenever
+    fewer than this share of the requests it would have skipped so far were
+    fetched to check it (the first ones included): a floor, not an average.
 
-    **What the state depends on.** A rule's support and counterexamples are the
-    pairs of fetched URLs that the rule *itself* maps together (same
-    :meth:`Rule.key`): same page, a supporting pair; two pages kept as distinct, a
-    counterexample. Both are functions of the set of (URL, page) observations, so
-    whether a rule is active (enough support, no counterexample) or retired (a
-    counterexample) does not depend on the order the evidence arrives in: a rule
-    created late meets every earlier observation (``_backfill``), support only
-    grows and retirement is for good. Rules compose only when applied (a host
-    alias, then a tracking parameter): a composition of two active rules is
-    checked against every observation once both are active, and one pair of
-    distinct pages it maps together stops it (``unlinked``), again whatever the
-    order (a retired rule stops counting: its support is what it had when it met
-    its counterexample). Crediting a rule with another rule's pairs, as an earlier version did,
-    let a rule become active, or be blamed, depending on which rule had become
-    active first. What stays order-dependent: which counterexample or example pair
-    is shown, the ``verified`` and ``skips`` counts, and which pairs of a page's
-    URLs suggest candidates when a page has more than ``MAX_CLUSTER`` URLs (a
-    missed candidate saves fewer fetches; it never skips a page).
+    **What the state depends on: the evidence, not its order.** Every fetched URL
+    is an observation (URL, page). A rule's *own* pairs are two URLs of one page
+    with the same :meth:`Rule.key`; its counterexamples, two URLs of two pages
+    kept as distinct with the same key: one retires it for good. Both are
+    functions of the set of observations (a rule created late meets every earlier
+    one), so which rules are retired does not depend on order. A rule may also be
+    supported *through* another active rule ``O`` (a host alias: ``/a?utm=1`` on
+    the mirror is ``/a`` on the main host once ``O`` strips ``utm``): the URLs
+    ``O`` maps onto a URL the rule keys like one of the same page. Such a pair is
+    never a counterexample; when ``O`` then the rule map two distinct pages
+    together, the composition is ``unlinked``: neither applied nor counted any
+    more. The active rules are then the least set in which every rule has enough
+    support, its own plus what the active rules around it lend it (support only
+    grows with the set, so that set is unique): :meth:`_settle` recomputes it
+    from scratch after a retirement or an unlinking, and grows it otherwise. An
+    earlier version credited a rule with another rule's pairs as they came and
+    blamed it for their counterexamples, which made the final states depend on
+    which rule had become active first.
+
+    Order-dependent on purpose: which pair is shown as an example or
+    counterexample, ``verified``, ``skips``, a retired rule's counts (they stop at
+    its counterexample), and, when a page has more than ``MAX_CLUSTER`` URLs,
+    which pairs of them suggest candidates (a missed candidate saves fewer
+    fetches; it never skips a page).
     """
 
     def __init__(self, min_support: int = 3, verify_first: int = 2,
@@ -394,16 +404,21 @@ class RuleBook:
         self.rules: dict[str, Rule] = {}
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
+        self._lenders: dict[str, list[Rule]] = {}  # origin -> rules ever active
+        self._hosts: dict[str, list[Rule]] = {}  # origin -> host alias rules learned
         self._unlinked: set[tuple[str, str]] = set()  # (inner id, outer id): not composed
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
         self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
+        self._touched: dict[str, Rule] = {}  # rules whose support grew since _settle
+        self._shrunk = False  # an active rule retired or two unlinked since _settle
 
     # -- evidence --------------------------------------------------------------------------
 
     def kept(self, url: str) -> list[RuleEvent]:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
-        return self._observe(url, url)
+        events = self._observe(url, url)
+        return events + self._settle()
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
         """``url`` was dropped as a near-duplicate of the kept page ``of``: ``url`` with
@@ -415,23 +430,54 @@ class RuleBook:
         # observed first, so that the new rules' backfill meets it with the others
         events = self._observe(url, of)
         u = parse_url(url)
+        forms = self._forms(u)
         for other in cluster:
             if other == url:
                 continue
-            rule = candidate_rule(u, parse_url(other))
-            if rule is None or rule.id in self.rules:
-                continue
-            self.rules[rule.id] = rule
+            o = parse_url(other)
+            # the URLs themselves, and each after a host alias rule (which makes a
+            # mirror's URL comparable with the main host's)
+            for a, b in [*((form, o) for form in forms), *((u, f) for f in self._forms(o)[1:])]:
+                events.extend(self._suggest(a, b, (url, other)))
+        return events + self._settle()
+
+    def _forms(self, u: Url) -> list[Url]:
+        """``u`` and its forms under every host alias rule learned (whatever its state,
+        so that the candidates suggested do not depend on when it was retired)."""
+        forms = [u]
+        for host in self._hosts.get(u.origin, ()):
+            image = host.key(u)
+            if image is not None and image != u:
+                forms.append(Url(*image))
+        return forms
+
+    def _suggest(self, a: Url, b: Url, pair: Pair) -> list[RuleEvent]:
+        """The candidate rule that ``a`` and ``b`` (two forms of one page) suggest, new."""
+        rule = candidate_rule(a, b)
+        if rule is None or rule.id in self.rules:
+            return []
+        self.rules[rule.id] = rule
+        for origin in rule.origins:
+            self._live.setdefault(origin, []).append(rule)
+        events = [RuleEvent("learned", rule, pair), *self._backfill(rule)]
+        if isinstance(rule, HostRule):
+            # the URLs fetched on its hosts, compared with the other URLs of their page
             for origin in rule.origins:
-                self._live.setdefault(origin, []).append(rule)
-            events.append(RuleEvent("learned", rule, (url, other)))
-            events.extend(self._backfill(rule))
+                self._hosts.setdefault(origin, []).append(rule)
+            for origin in rule.origins:
+                for u, url, page in list(self._seen.get(("origin", origin), ())):
+                    image = rule.key(u)
+                    if image is None or image == u:
+                        continue
+                    for other in self._cluster[page][:MAX_CLUSTER]:
+                        if other != url:
+                            events.extend(self._suggest(Url(*image), parse_url(other),
+                                                        (url, other)))
         return events
 
     def _observe(self, url: str, page: str) -> list[RuleEvent]:
-        """Record that fetching ``url`` showed ``page`` (a kept URL); every live rule
-        that maps ``url`` gains a supporting pair or a counterexample, and every
-        composition of two active rules that maps it is checked."""
+        """Record that fetching ``url`` showed ``page`` (a kept URL): every live rule
+        that maps it, alone or after a rule ever active, meets it."""
         if url in self._page_of:
             return []
         self._page_of[url] = page
@@ -448,18 +494,14 @@ class RuleBook:
         for rule in list(self._live.get(u.origin, ())):
             if not rule.retired:
                 events.extend(self._meet(rule, u, url, page))
-        for inner in list(self._active.get(u.origin, ())):
-            image = inner.key(u) if inner.active else None
-            if image is None or image == u:
-                continue
-            for outer in list(self._active.get(image[0], ())):
-                if outer is not inner and outer.active:
-                    events.extend(self._meet_composed(inner, outer, u, url, page))
+        for inner in list(self._lenders.get(u.origin, ())):
+            if not inner.retired:
+                events.extend(self._lend(inner, None, u, url, page))
         return events
 
     def _backfill(self, rule: Rule) -> list[RuleEvent]:
-        """A new rule meets every URL fetched before it existed: its support and its
-        counterexamples so far."""
+        """A new rule meets every URL fetched before it existed: its own pairs and
+        counterexamples so far, then what the rules ever active lend it."""
         events: list[RuleEvent] = []
         done: set[str] = set()
         for scope in rule.scope():
@@ -470,11 +512,17 @@ class RuleBook:
                 events.extend(self._meet(rule, u, url, page))
                 if rule.retired:
                     return events
+        lenders = {id(r): r for o in rule.origins for r in self._lenders.get(o, ())
+                   if not r.retired}
+        for inner in lenders.values():
+            for origin in inner.origins:
+                for u, url, page in self._seen.get(("origin", origin), ()):
+                    events.extend(self._lend(inner, rule, u, url, page))
         return events
 
     def _meet(self, rule: Rule, u: Url, url: str, page: str) -> list[RuleEvent]:
-        """``rule`` meets a URL fetched: a supporting pair or a counterexample when
-        ``rule`` maps it onto a URL fetched before (its own pairs only)."""
+        """``rule`` meets a URL fetched: an own supporting pair or a counterexample when
+        it maps the URL onto a URL fetched before."""
         own = rule.key(u)
         if own is None:
             return []
@@ -483,80 +531,80 @@ class RuleBook:
             return [self._retire(rule, (first[1], url))]
         events: list[RuleEvent] = []
         if first[1] != url:
-            events.extend(self._support(rule, own, (url, first[1])))
-        # an earlier composition mapped another page to this key: it is refuted
-        for inner_id, (other_page, other_url) in rule._composed.get(own, {}).items():
-            if other_page != page:
-                events.extend(self._unlink(self.rules[inner_id], rule, (other_url, url)))
+            rule._own_pairs += 1
+            self._touched[rule.id] = rule
+            if len(rule.examples) < MAX_EXAMPLES:
+                rule.examples.append((url, first[1]))
+            if rule.active:
+                rule.verified += 1
+            if own not in rule._support_keys:
+                rule._support_keys.add(own)
+                if rule.active and own not in rule._verify_keys and rule._verify_left > 0:
+                    # a fetch already under way at activation checked a new page: it
+                    # counts as one of the first verifications
+                    rule._verify_left -= 1
+                    rule._checks += 1
+                    rule._would += 1
+        if first[1] != url:
+            return events
+        # the first URL with this key: URLs another rule mapped to it lend support, or
+        # unlink the composition
+        for inner_id, seen in rule._composed.get(own, {}).items():
+            for other_page, other_url, image in seen:
+                events.extend(self._credit(self.rules[inner_id], rule, own,
+                                           (other_url, other_page, image), url, page))
         return events
 
-    def _meet_composed(self, inner: Rule, outer: Rule, u: Url, url: str,
-                       page: str) -> list[RuleEvent]:
-        """``inner`` then ``outer`` (both active) meet a URL fetched: the composition
-        is refuted when it maps the URL onto a URL of another page."""
-        if (inner.id, outer.id) in self._unlinked:
+    def _lend(self, inner: Rule, outer: Rule | None, u: Url, url: str,
+              page: str) -> list[RuleEvent]:
+        """``inner`` (a rule ever active) maps ``u``; ``outer`` (every live rule on the
+        image's origin, when ``None``) meets the image: the URL it keys like it is
+        support lent by ``inner``, or unlinks the two rules."""
+        image = inner.key(u)
+        if image is None or image == u:
             return []
-        first = inner.key(u)
-        if first is None or first == u:
-            return []
-        key = outer.key(Url(*first))
-        if key is None:
-            return []
-        seen = outer._composed.setdefault(key, {}).setdefault(inner.id, (page, url))
-        if seen[0] != page:
-            return self._unlink(inner, outer, (seen[1], url))
-        direct = outer._kept.get(key)
-        if direct is not None and direct[0] != page:
-            return self._unlink(inner, outer, (direct[1], url))
+        image = Url(*image)
+        outers = [outer] if outer is not None else self._live.get(image.origin, ())
+        events: list[RuleEvent] = []
+        for rule in list(outers):
+            if rule is inner or rule.retired:
+                continue
+            key = rule.key(image)
+            if key is None or key == rule.key(u):
+                continue  # the rule maps it alone: its own pair
+            seen = rule._composed.setdefault(key, {}).setdefault(inner.id, [])
+            if seen and seen[0][0] != page:
+                events.extend(self._unlink(inner, rule, (seen[0][1], url)))
+            seen.append((page, url, image.text()))
+            direct = rule._kept.get(key)
+            if direct is not None:
+                events.extend(self._credit(inner, rule, key, (url, page, image.text()),
+                                           direct[1], direct[0]))
+        return events
+
+    def _credit(self, inner: Rule, outer: Rule, key: tuple, lent_url: tuple[str, str, str],
+                direct_url: str, direct_page: str) -> list[RuleEvent]:
+        """``inner`` maps ``lent_url`` (url, page, image) to a URL that ``outer`` keys
+        like ``direct_url``: support lent to ``outer`` when the pages agree."""
+        url, page, image = lent_url
+        if direct_page != page:
+            return self._unlink(inner, outer, (direct_url, url))
+        lent = outer._lent.setdefault(inner.id, {})
+        if url not in lent:
+            lent[url] = (key, image)
+            inner._borrowers[outer.id] = outer
+            self._touched[outer.id] = outer
+            if len(outer.examples) < MAX_EXAMPLES:
+                outer.examples.append((url, direct_url))
         return []
 
     def _unlink(self, inner: Rule, outer: Rule, pair: Pair) -> list[RuleEvent]:
         if (inner.id, outer.id) in self._unlinked:
             return []
         self._unlinked.add((inner.id, outer.id))
+        if inner.active and outer.active:
+            self._shrunk = True
         return [RuleEvent("unlinked", outer, pair, inner)]
-
-    def _support(self, rule: Rule, key: tuple, pair: Pair) -> list[RuleEvent]:
-        url = pair[0]
-        if url in rule._support_urls:
-            return []
-        rule._support_urls.add(url)
-        rule.support += 1
-        if rule.active:
-            rule.verified += 1
-        if key not in rule._support_keys:
-            rule._support_keys.add(key)
-            rule.pages += 1
-            if rule.active and key not in rule._verify_keys and rule._verify_left > 0:
-                # a fetch already under way at activation checked a new page: it counts
-                # as one of the first verifications
-                rule._verify_left -= 1
-                rule._checks += 1
-                rule._would += 1
-        if len(rule.examples) < MAX_EXAMPLES:
-            rule.examples.append(pair)
-        if not rule.active and self._enough(rule):
-            return self._activate(rule, pair)
-        return []
-
-    def _enough(self, rule: Rule) -> bool:
-        return rule.support >= self.min_support and rule.pages >= min(2, self.min_support)
-
-    def _activate(self, rule: Rule, pair: Pair) -> list[RuleEvent]:
-        """``rule`` is active: its compositions with the other active rules meet every
-        URL fetched so far (then each new one, in :meth:`_observe`)."""
-        rule.active = True
-        rule._verify_left = self.verify_first
-        events = [RuleEvent("activated", rule, pair)]
-        others = {id(r): r for o in rule.origins for r in self._active.get(o, ())}
-        for origin in rule.origins:
-            self._active.setdefault(origin, []).append(rule)
-        for other in others.values():
-            for inner, outer in ((rule, other), (other, rule)):
-                for origin in inner.origins:
-                    for u, url, page in self._seen.get(("origin", origin), ()):
-                        events.extend(self._meet_composed(inner, outer, u, url, page))
-        return events
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
         rule.retired = True
@@ -564,14 +612,87 @@ class RuleBook:
             rule.counterexamples.append(pair)
         for origin in rule.origins:
             self._live[origin].remove(rule)
-            if rule.active:
-                self._active[origin].remove(rule)
-        was_active, rule.active = rule.active, False
-        rule._kept = {}
-        rule._composed = {}
+        was_active = rule.active
+        if was_active:
+            self._deactivate(rule)
+            self._shrunk = True
+        rule._kept, rule._composed, rule._lent = {}, {}, {}
         rule._support_keys = set()
-        rule._support_urls = set()
+        self._touched.pop(rule.id, None)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
+
+    def _deactivate(self, rule: Rule) -> None:
+        rule.active = False
+        for origin in rule.origins:
+            self._active[origin].remove(rule)
+
+    # -- the active set ----------------------------------------------------------------------
+
+    def _counts(self, rule: Rule) -> tuple[int, int]:
+        """Support and pages of ``rule``: its own pairs, and the URLs that active rules
+        (compositions not unlinked) map onto a URL of the same page under it."""
+        support, pages = rule._own_pairs, rule._support_keys
+        lent: dict[str, tuple] = {}
+        page_of = self._page_of
+        for inner_id, urls in rule._lent.items():
+            if self.rules[inner_id].active and (inner_id, rule.id) not in self._unlinked:
+                # a URL whose image was fetched itself splits into the two rules' own
+                # pairs: ``rule`` is not needed to map it
+                lent.update((url, key) for url, (key, image) in urls.items()
+                            if image not in page_of)
+        if lent:
+            support += len(lent)
+            pages = pages | set(lent.values())
+        rule.support, rule.pages = support, len(pages)
+        return rule.support, rule.pages
+
+    def _enough(self, rule: Rule) -> bool:
+        support, pages = self._counts(rule)
+        return support >= self.min_support and pages >= min(2, self.min_support)
+
+    def _settle(self) -> list[RuleEvent]:
+        """Bring the active set to the least set in which every rule has enough support:
+        from scratch after an active rule retired or two were unlinked, else grown
+        from the rules whose support changed."""
+        if self._shrunk:
+            self._shrunk = False
+            for rules in self._active.values():
+                for rule in rules:
+                    rule.active = False
+            self._active = {}
+            todo = {r.id: r for r in self.rules.values() if not r.retired}
+        else:
+            todo = self._touched
+        self._touched = {}
+        events: list[RuleEvent] = []
+        while todo:
+            grown: dict[str, Rule] = {}
+            for rule in todo.values():
+                if rule.retired or rule.active or not self._enough(rule):
+                    continue
+                rule.active = True
+                for origin in rule.origins:
+                    self._active.setdefault(origin, []).append(rule)
+                if not rule._lending:
+                    rule._verify_left = self.verify_first
+                    events.append(RuleEvent("activated", rule, rule.examples[-1]))
+                    events.extend(self._start_lending(rule))
+                grown.update(rule._borrowers)
+            todo = {**grown, **self._touched}
+            self._touched = {}
+        return events
+
+    def _start_lending(self, rule: Rule) -> list[RuleEvent]:
+        """``rule`` is active for the first time: from now on it lends support to the
+        rules on its images (every URL fetched so far, then each new one)."""
+        rule._lending = True
+        for origin in rule.origins:
+            self._lenders.setdefault(origin, []).append(rule)
+        events: list[RuleEvent] = []
+        for origin in rule.origins:
+            for u, url, page in list(self._seen.get(("origin", origin), ())):
+                events.extend(self._lend(rule, None, u, url, page))
+        return events
 
     # -- applying --------------------------------------------------------------------------
 
@@ -663,6 +784,9 @@ class RuleBook:
 
     def summary(self) -> list[dict]:
         """Every rule (active first, then candidates, then retired), as plain dicts."""
+        for rule in self.rules.values():
+            if not rule.retired:
+                self._counts(rule)
         order = {"active": 0, "candidate": 1, "retired": 2}
         rows = [r.summary() for r in self.rules.values()]
         return sorted(rows, key=lambda r: (order[r["state"]], -r["support"], r["rule"]))
