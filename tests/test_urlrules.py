@@ -147,6 +147,59 @@ def test_rules_compose():
     assert decision is not None and decision.duplicate_of == f"{mirror}/a/7.html"
 
 
+def test_verification_share_is_a_floor_counting_the_first_checks():
+    """After the first checks, a would-be skip is fetched whenever fewer than the share of
+    the would-be skips so far were: at every point at least that share is checked."""
+    book = RuleBook(min_support=3, verify_first=2, verify_share=0.25)
+    feed_sessions(book, range(1, 4))
+    for p in range(4, 20):
+        book.kept(f"{H}/list?page={p}&sid=a")
+    verify = [book.check(f"{H}/list?page={p}&sid=q").verify for p in range(4, 20)]
+    assert verify[:2] == [True, True] and sum(verify) == 4
+    assert all(sum(verify[:n]) >= 0.25 * n for n in range(1, len(verify) + 1))
+
+
+def test_a_composition_that_joins_two_pages_is_unlinked():
+    """A host alias and a tracking parameter, each active on its own pairs: the composition
+    maps /a/7?utm_source=y to the mirror's /a/7; fetched to check, it is a distinct page,
+    so the two rules are no longer applied one after the other (each still is alone)."""
+    book = RuleBook(min_support=2, verify_first=0, verify_share=0)
+    mirror = "http://www.example.com"
+    for i in range(3):
+        book.kept(f"{H}/a/{i}.html")
+        book.duplicate(f"{mirror}/a/{i}.html", f"{H}/a/{i}.html")
+        book.duplicate(f"{H}/a/{i}.html?utm_source=x", f"{H}/a/{i}.html")
+    book.kept(f"{mirror}/a/7.html")
+    assert book.check(f"{H}/a/7.html?utm_source=y").duplicate_of == f"{mirror}/a/7.html"
+    events = book.kept(f"{H}/a/7.html?utm_source=y")
+    # either rule first joins the two pages (through /a/7.html, fetched by neither)
+    assert sorted((e.kind, e.via.kind, e.rule.kind) for e in events) == [
+        ("unlinked", "host", "param"), ("unlinked", "param", "host")]
+    book.kept(f"{mirror}/a/8.html")
+    assert book.check(f"{H}/a/8.html?utm_source=y") is None  # composed: no more
+    assert book.active_count == 2
+    assert book.check(f"{H}/a/1.html?utm_source=z").duplicate_of == f"{H}/a/1.html"
+
+
+def test_support_lent_through_a_host_alias():
+    """The mirror's copies come first, the main host's pages only under a tracking
+    parameter: the path rule has no pair of its own, but the host alias maps the mirror's
+    URLs onto the main host, where the path rule joins them to pages fetched there."""
+    book = RuleBook(min_support=3, verify_first=0, verify_share=0)
+    mirror = "http://www.example.com"
+    for i in range(4):  # the host alias: its own pairs
+        book.kept(f"{H}/x/{i}.html")
+        book.duplicate(f"{mirror}/x/{i}.html", f"{H}/x/{i}.html")
+    for i in range(4):  # /print/i on the mirror, /news/i on the main host
+        book.kept(f"{H}/news/{i}.html")
+        book.duplicate(f"{mirror}/print/{i}.html", f"{H}/news/{i}.html")
+    rows = {r["rule"].replace(H, ""): r for r in book.summary()}
+    path = rows["path /{news|print}/*.html"]
+    assert (path["state"], path["support"], path["pages"]) == ("active", 4, 4)
+    book.kept(f"{H}/news/9.html")
+    assert book.check(f"{mirror}/print/9.html").duplicate_of == f"{H}/news/9.html"
+
+
 def test_a_rule_is_not_credited_with_pairs_another_rule_maps():
     """/p/1?s=1 = /p/1 is the parameter rule's pair; the path rule maps both URLs to
     themselves, so it stays a candidate on its one pair (/q/0 = /p/0) and never skips
