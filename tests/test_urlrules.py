@@ -133,14 +133,20 @@ def test_verification_first_pages_and_share():
     assert everything.check(f"{H}/list?page=7&sid=q").verify
 
 
-def test_rules_compose():
-    """A host alias and a tracking parameter: each rule alone maps nothing to a kept page."""
+def _mirror_and_tracking() -> RuleBook:
+    """/a/0../a/2 copied on a mirror host and under a tracking parameter: two active rules."""
     book = RuleBook(min_support=2, verify_first=0, verify_share=0)
-    mirror = "http://www.example.com"
     for i in range(3):
         book.kept(f"{H}/a/{i}.html")
-        book.duplicate(f"{mirror}/a/{i}.html", f"{H}/a/{i}.html")
+        book.duplicate(f"http://www.example.com/a/{i}.html", f"{H}/a/{i}.html")
         book.duplicate(f"{H}/a/{i}.html?utm_source=x", f"{H}/a/{i}.html")
+    return book
+
+
+def test_rules_compose():
+    """A host alias and a tracking parameter: each rule alone maps nothing to a kept page."""
+    book = _mirror_and_tracking()
+    mirror = "http://www.example.com"
     assert book.active_count == 2
     book.kept(f"{mirror}/a/7.html")
     decision = book.check(f"{H}/a/7.html?utm_source=y")
@@ -163,12 +169,8 @@ def test_a_composition_that_joins_two_pages_is_unlinked():
     """A host alias and a tracking parameter, each active on its own pairs: the composition
     maps /a/7?utm_source=y to the mirror's /a/7; fetched to check, it is a distinct page,
     so the two rules are no longer applied one after the other (each still is alone)."""
-    book = RuleBook(min_support=2, verify_first=0, verify_share=0)
+    book = _mirror_and_tracking()
     mirror = "http://www.example.com"
-    for i in range(3):
-        book.kept(f"{H}/a/{i}.html")
-        book.duplicate(f"{mirror}/a/{i}.html", f"{H}/a/{i}.html")
-        book.duplicate(f"{H}/a/{i}.html?utm_source=x", f"{H}/a/{i}.html")
     book.kept(f"{mirror}/a/7.html")
     assert book.check(f"{H}/a/7.html?utm_source=y").duplicate_of == f"{mirror}/a/7.html"
     events = book.kept(f"{H}/a/7.html?utm_source=y")

@@ -756,15 +756,9 @@ class RuleBook:
             image = inner.key(u)
             if image is None or image == u:
                 continue
-            for outer in self._active.get(image[0], ()):
-                if outer is inner or (inner.id, outer.id) in self._unlinked:
-                    continue
-                key = outer.key(Url(*image))
-                if key is None:
-                    continue
-                known = outer._kept.get(key)
-                if known is not None and known[0] != url:
-                    found.append((outer, key, known[0]))
+            outers = [outer for outer in self._active.get(image[0], ())
+                      if outer is not inner and (inner.id, outer.id) not in self._unlinked]
+            found.extend(self._direct(outers, Url(*image), url))
         return found
 
     def skipped(self, rule_id: str) -> None:
