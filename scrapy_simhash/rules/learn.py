@@ -385,7 +385,9 @@ class RuleBook:
     blamed it for their counterexamples, which made the final states depend on
     which rule had become active first.
 
-    Order-dependent on purpose: which pair is shown as an example or
+    Candidates come from every pair of URLs of one page, as fetched and after each
+    host alias rule learned (whatever its state, so that they do not depend on when
+    it was retired). Order-dependent on purpose: which pair is shown as an example or
     counterexample, ``verified``, ``skips``, a retired rule's counts (they stop at
     its counterexample), and, when a page has more than ``MAX_CLUSTER`` URLs,
     which pairs of them suggest candidates (a missed candidate saves fewer
