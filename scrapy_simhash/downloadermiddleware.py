@@ -231,7 +231,7 @@ class UrlRulesMiddleware:
         if not events:
             return
         spider = self.crawler.spider
-        for kind, rule, (a, b) in events:
+        for kind, rule, (a, b), via in events:
             if kind == "retired":
                 logger.warning(
                     "URL rule retired: %(rule)s maps <%(a)s> and <%(b)s>, two pages kept as "
@@ -246,6 +246,15 @@ class UrlRulesMiddleware:
                              "two pages kept as distinct", {"rule": rule.id, "a": a, "b": b},
                              extra={"spider": spider})
                 self.stats.inc_value("simhash/rules_rejected_count")
+            elif kind == "unlinked":
+                logger.warning(
+                    "URL rules no longer applied one after the other: %(via)s then %(rule)s "
+                    "map <%(a)s> and <%(b)s>, two pages kept as distinct",
+                    {"via": via.id if via is not None else None, "rule": rule.id, "a": a,
+                     "b": b},
+                    extra={"spider": spider},
+                )
+                self.stats.inc_value("simhash/rules_unlinked_count")
             elif kind == "activated":
                 logger.info(
                     "URL rule active: %(rule)s (%(support)d supporting pages, e.g. <%(a)s> "

@@ -23,15 +23,13 @@ listing, never speaks for a whole path), and no counterexample;
 page already kept, and whether to fetch it anyway to verify the rule.
 
 The state is rebuilt from the evidence (replayed from a log on resume or from
-the other processes of a crawl). A rule's own pairs do not depend on their
-order; pairs met through another rule do (that rule must be active when they
-are met), so a counterexample found through a composition, and a rule learned
-through another rule's form of a URL, can still depend on the order of evidence.
+the other processes of a crawl), and which rules are active or retired depends on
+that evidence only, not on the order it arrives in (see :class:`RuleBook`): a rule
+counts the pairs it maps itself; rules compose only when they are applied.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -131,13 +129,19 @@ class Rule:
     retired: bool = False
     skips: int = 0
     verified: int = 0  # supporting pairs met after activation
-    _support_keys: set = field(default_factory=set, repr=False)
-    _support_urls: set = field(default_factory=set, repr=False)
+    _support_keys: set = field(default_factory=set, repr=False)  # keys of own pairs
     _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, Url)
-    # composed key -> (page, url, the Url the inner rule made of it, the inner rule)
-    _via: dict = field(default_factory=dict, repr=False)
+    _own_pairs: int = field(default=0, repr=False)
+    # key a URL has under this rule after another rule -> {its id: [(page, url, image)]}
+    _composed: dict = field(default_factory=dict, repr=False)
+    # support lent by other rules: their id -> {url: (the key it has here, its image)}
+    _lent: dict = field(default_factory=dict, repr=False)
+    _borrowers: dict = field(default_factory=dict, repr=False)  # rules this one lends to
+    _lending: bool = field(default=False, repr=False)  # ever active
     _verify_left: int = field(default=0, repr=False)
     _verify_keys: set = field(default_factory=set, repr=False)
+    _would: int = field(default=0, repr=False)  # requests it would have skipped
+    _checks: int = field(default=0, repr=False)  # ... of which fetched to check it
 
     def key(self, url: Url):  # overridden
         raise NotImplementedError
@@ -330,12 +334,15 @@ def candidate_rule(dropped: Url, kept: Url) -> Rule | None:
 
 class RuleEvent(NamedTuple):
     """Something a caller should log: ``kind`` is ``learned``, ``activated``,
-    ``retired`` (an active rule met a counterexample) or ``rejected`` (a candidate
-    did); ``pair`` is the supporting pair or the counterexample."""
+    ``retired`` (an active rule met a counterexample), ``rejected`` (a candidate
+    did) or ``unlinked`` (``via`` then ``rule``, both active, mapped two pages kept
+    as distinct together: they are no longer applied one after the other); ``pair``
+    is the supporting pair or the counterexample."""
 
     kind: str
     rule: Rule
     pair: Pair
+    via: Rule | None = None
 
 
 class Decision(NamedTuple):
@@ -355,9 +362,36 @@ class RuleBook:
     ``verify_first``: requests fetched anyway right after activation (the first
     ones for pages beyond the rule's supporting pages: a page with a supporting
     pair of its own is skipped on that evidence);
-    ``verify_share``: share of later would-be skips fetched anyway (by a hash of the
-    URL, so every process and every replay picks the same ones), among requests
-    for pages the rule has no supporting pair of its own for.
+    ``verify_share``: after those, a rule fetches a request it would skip whenever
+    fewer than this share of the requests it would have skipped so far were
+    fetched to check it (the first ones included): a floor, not an average.
+
+    **What the state depends on: the evidence, not its order.** Every fetched URL
+    is an observation (URL, page). A rule's *own* pairs are two URLs of one page
+    with the same :meth:`Rule.key`; its counterexamples, two URLs of two pages
+    kept as distinct with the same key: one retires it for good. Both are
+    functions of the set of observations (a rule created late meets every earlier
+    one), so which rules are retired does not depend on order. A rule may also be
+    supported *through* another active rule ``O`` (a host alias: ``/a?utm=1`` on
+    the mirror is ``/a`` on the main host once ``O`` strips ``utm``): the URLs
+    ``O`` maps onto a URL the rule keys like one of the same page. Such a pair is
+    never a counterexample; when ``O`` then the rule map two distinct pages
+    together, the composition is ``unlinked``: neither applied nor counted any
+    more. The active rules are then the least set in which every rule has enough
+    support, its own plus what the active rules around it lend it (support only
+    grows with the set, so that set is unique): :meth:`_settle` recomputes it
+    from scratch after a retirement or an unlinking, and grows it otherwise. An
+    earlier version credited a rule with another rule's pairs as they came and
+    blamed it for their counterexamples, which made the final states depend on
+    which rule had become active first.
+
+    Candidates come from every pair of URLs of one page, as fetched and after each
+    host alias rule learned (whatever its state, so that they do not depend on when
+    it was retired). Order-dependent on purpose: which pair is shown as an example or
+    counterexample, ``verified``, ``skips``, a retired rule's counts (they stop at
+    its counterexample), and, when a page has more than ``MAX_CLUSTER`` URLs,
+    which pairs of them suggest candidates (a missed candidate saves fewer
+    fetches; it never skips a page).
     """
 
     def __init__(self, min_support: int = 3, verify_first: int = 2,
@@ -368,66 +402,84 @@ class RuleBook:
             raise ValueError(f"verify_share must be from 0 to 1, got {verify_share}")
         self.min_support = min_support
         self.verify_first = verify_first
-        self._verify_cut = int(verify_share * 0x10000)
+        self.verify_share = verify_share
         self.rules: dict[str, Rule] = {}
         self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
         self._active: dict[str, list[Rule]] = {}  # origin -> active rules
-        self._pending: list[Rule] = []  # rules activated since the last _compose
-        self._events_after: list[RuleEvent] = []  # from rules rebuilt after a retirement
+        self._lenders: dict[str, list[Rule]] = {}  # origin -> rules ever active
+        self._hosts: dict[str, list[Rule]] = {}  # origin -> host alias rules learned
+        self._unlinked: set[tuple[str, str]] = set()  # (inner id, outer id): not composed
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
         self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
+        self._touched: dict[str, Rule] = {}  # rules whose support grew since _settle
+        self._shrunk = False  # an active rule retired or two unlinked since _settle
 
     # -- evidence --------------------------------------------------------------------------
 
     def kept(self, url: str) -> list[RuleEvent]:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
         events = self._observe(url, url)
-        events.extend(self._compose())
-        return self._flush(events)
+        return events + self._settle()
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
-        """``url`` was dropped as a near-duplicate of the kept page ``of``: the pair (and
-        ``url`` with every other URL already known to show page ``of``) may suggest
-        rules (``learned``), support them (``activated``) or refute them."""
-        events: list[RuleEvent] = []
+        """``url`` was dropped as a near-duplicate of the kept page ``of``: ``url`` with
+        every other URL already known to show page ``of`` may suggest rules
+        (``learned``), support them (``activated``) or refute them."""
         if url in self._page_of:
-            return events
-        u = parse_url(url)
-        forms = [u]
-        for active in self._active.get(u.origin, ()):
-            key = active.key(u)
-            if key is not None and key != u:
-                forms.append(Url(*key))
+            return []
         cluster = self._cluster.get(of, [of])[:MAX_CLUSTER]
         # observed first, so that the new rules' backfill meets it with the others
-        events.extend(self._observe(url, of))
+        events = self._observe(url, of)
+        u = parse_url(url)
+        forms = self._forms(u)
         for other in cluster:
             if other == url:
                 continue
             o = parse_url(other)
-            for form in forms:
-                rule = candidate_rule(form, o)
-                if rule is None or rule.id in self.rules:
-                    continue
-                self.rules[rule.id] = rule
-                for origin in rule.origins:
-                    self._live.setdefault(origin, []).append(rule)
-                events.append(RuleEvent("learned", rule, (url, other)))
-                events.extend(self._backfill(rule))
-        events.extend(self._compose())
-        return self._flush(events)
+            # the URLs themselves, and each after a host alias rule (which makes a
+            # mirror's URL comparable with the main host's)
+            for a, b in [*((form, o) for form in forms), *((u, f) for f in self._forms(o)[1:])]:
+                events.extend(self._suggest(a, b, (url, other)))
+        return events + self._settle()
 
-    def _flush(self, events: list[RuleEvent]) -> list[RuleEvent]:
-        while self._events_after:
-            events.extend(self._events_after)
-            self._events_after = []
-            events.extend(self._compose())
+    def _forms(self, u: Url) -> list[Url]:
+        """``u`` and its forms under every host alias rule learned (whatever its state,
+        so that the candidates suggested do not depend on when it was retired)."""
+        forms = [u]
+        for host in self._hosts.get(u.origin, ()):
+            image = host.key(u)
+            if image is not None and image != u:
+                forms.append(Url(*image))
+        return forms
+
+    def _suggest(self, a: Url, b: Url, pair: Pair) -> list[RuleEvent]:
+        """The candidate rule that ``a`` and ``b`` (two forms of one page) suggest, new."""
+        rule = candidate_rule(a, b)
+        if rule is None or rule.id in self.rules:
+            return []
+        self.rules[rule.id] = rule
+        for origin in rule.origins:
+            self._live.setdefault(origin, []).append(rule)
+        events = [RuleEvent("learned", rule, pair), *self._backfill(rule)]
+        if isinstance(rule, HostRule):
+            # the URLs fetched on its hosts, compared with the other URLs of their page
+            for origin in rule.origins:
+                self._hosts.setdefault(origin, []).append(rule)
+            for origin in rule.origins:
+                for u, url, page in list(self._seen.get(("origin", origin), ())):
+                    image = rule.key(u)
+                    if image is None or image == u:
+                        continue
+                    for other in self._cluster[page][:MAX_CLUSTER]:
+                        if other != url:
+                            events.extend(self._suggest(Url(*image), parse_url(other),
+                                                        (url, other)))
         return events
 
     def _observe(self, url: str, page: str) -> list[RuleEvent]:
-        """Record that fetching ``url`` showed ``page`` (a kept URL); every live rule
-        that speaks for ``url`` gains a supporting pair or a counterexample."""
+        """Record that fetching ``url`` showed ``page`` (a kept URL): every live rule
+        that maps it, alone or after a rule ever active, meets it."""
         if url in self._page_of:
             return []
         self._page_of[url] = page
@@ -442,145 +494,119 @@ class RuleBook:
             self._seen.setdefault(scope, []).append(entry)
         events: list[RuleEvent] = []
         for rule in list(self._live.get(u.origin, ())):
-            if rule.retired:
-                continue
-            event = self._meet(rule, u, url, page)
-            if event is not None:
-                events.append(event)
+            if not rule.retired:
+                events.extend(self._meet(rule, u, url, page))
+        for inner in list(self._lenders.get(u.origin, ())):
+            if not inner.retired:
+                events.extend(self._lend(inner, None, u, url, page))
         return events
 
-    def _backfill(self, rule: Rule, scopes: tuple = ()) -> list[RuleEvent]:
-        """A new rule meets every URL fetched before it existed: its support and its
-        counterexamples so far; ``scopes`` adds the URLs that another rule maps (and
-        ``rule`` may then map further)."""
+    def _backfill(self, rule: Rule) -> list[RuleEvent]:
+        """A new rule meets every URL fetched before it existed: its own pairs and
+        counterexamples so far, then what the rules ever active lend it."""
         events: list[RuleEvent] = []
         done: set[str] = set()
-        composed = {s: None for o in rule.origins for r in self._active.get(o, ())
-                    if r is not rule for s in r.scope()}
-        for scope in dict.fromkeys((*rule.scope(), *scopes, *composed)):
+        for scope in rule.scope():
             for u, url, page in self._seen.get(scope, ()):
                 if url in done:
                     continue
                 done.add(url)
-                event = self._meet(rule, u, url, page)
-                if event is not None:
-                    events.append(event)
-                    if rule.retired:
-                        return events
-        return events
-
-    def _keys(self, rule: Rule, u: Url) -> list[tuple]:
-        """What ``rule`` maps ``u`` to, alone and after one other active rule (rules
-        compose: ``/a?utm=1`` on a mirror host is ``/a`` on the main one)."""
-        keys = []
-        key = rule.key(u)
-        if key is not None:
-            keys.append(key)
-        for other in self._active.get(u.origin, ()):
-            if other is rule:
-                continue
-            first = other.key(u)
-            if first is not None and first != u:
-                key = rule.key(Url(*first))
-                if key is not None and key not in keys:
-                    keys.append(key)
-        return keys
-
-    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> RuleEvent | None:
-        """``rule`` meets a URL fetched: a supporting pair or a counterexample, through
-        its own mapping or after another active rule (rules compose).
-
-        A pair counts for ``rule`` only when ``rule`` is needed to map its two URLs
-        together: their forms before ``rule`` (the URL itself, or what the other rule
-        made of it) differ. When they are equal the pair is the other rule's alone;
-        crediting ``rule`` with it let a rule become active on fewer than
-        ``min_support`` pairs of its own, and blamed it for the other rule's
-        counterexamples in the orders where that rule had become active first.
-        Nor is a composed pair evidence when the other rule's form of the URL was
-        fetched itself: it then splits into the two rules' own pairs, each met
-        directly. Composed keys are stored apart (``Rule._via``, with the inner rule) and
-        dropped when the inner rule retires (see :meth:`_retire`).
-        """
-        activated = None
-        own = rule.key(u)
-        if own is not None:
-            first = rule._kept.setdefault(own, (page, url, u))
-            if first[0] != page:
-                return self._retire(rule, (first[1], url))
-            if first[1] != url:
-                activated = self._support(rule, own, (url, first[1]))
-            via = rule._via.get(own)
-            if via is not None and via[1] != url and via[2] != u:
-                if via[0] != page:
-                    return self._retire(rule, (via[1], url))
-                activated = self._support(rule, own, (url, via[1])) or activated
-        for other in self._active.get(u.origin, ()):
-            if other is rule:
-                continue
-            inner = other.key(u)
-            if inner is None or inner == u:
-                continue
-            inner = Url(*inner)
-            if inner.text() in self._page_of:
-                # fetched itself: the pair is the two rules' own pairs through it
-                continue
-            key = rule.key(inner)
-            if key is None or key == own:
-                continue
-            for stored in (rule._kept.get(key), rule._via.get(key)):
-                if stored is None or stored[1] == url or stored[2] == inner:
-                    continue
-                if stored[0] != page:
-                    return self._retire(rule, (stored[1], url))
-                activated = self._support(rule, key, (url, stored[1])) or activated
-            rule._via.setdefault(key, (page, url, inner, other))
-        return activated
-
-    def _support(self, rule: Rule, key: tuple, pair: Pair) -> RuleEvent | None:
-        url = pair[0]
-        if url in rule._support_urls:
-            return None
-        rule._support_urls.add(url)
-        rule.support += 1
-        if rule.active:
-            rule.verified += 1
-        if key not in rule._support_keys:
-            rule._support_keys.add(key)
-            rule.pages += 1
-            if rule.active and key not in rule._verify_keys and rule._verify_left > 0:
-                # a fetch already under way at activation checked a new page: it counts
-                # as one of the first verifications
-                rule._verify_left -= 1
-        if len(rule.examples) < MAX_EXAMPLES:
-            rule.examples.append(pair)
-        if not rule.active and self._enough(rule):
-            rule.active = True
-            rule._verify_left = self.verify_first
-            for origin in rule.origins:
-                self._active.setdefault(origin, []).append(rule)
-            self._pending.append(rule)
-            return RuleEvent("activated", rule, pair)
-        return None
-
-    def _enough(self, rule: Rule) -> bool:
-        return rule.support >= self.min_support and rule.pages >= min(2, self.min_support)
-
-    def _compose(self) -> list[RuleEvent]:
-        """After activations: the other live rules meet the URLs seen again, through the
-        new active rules (their composed keys)."""
-        events: list[RuleEvent] = []
-        while self._pending:
-            new = self._pending.pop()
-            if not new.active:
-                continue
-            others = {id(r): r for o in new.origins for r in self._live.get(o, ())
-                      if r is not new}
-            for rule in others.values():
+                events.extend(self._meet(rule, u, url, page))
                 if rule.retired:
-                    continue
-                for event in self._backfill(rule, new.scope()):
-                    events.append(event)
+                    return events
+        lenders = {id(r): r for o in rule.origins for r in self._lenders.get(o, ())
+                   if not r.retired}
+        for inner in lenders.values():
+            for origin in inner.origins:
+                for u, url, page in self._seen.get(("origin", origin), ()):
+                    events.extend(self._lend(inner, rule, u, url, page))
         return events
+
+    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> list[RuleEvent]:
+        """``rule`` meets a URL fetched: an own supporting pair or a counterexample when
+        it maps the URL onto a URL fetched before."""
+        own = rule.key(u)
+        if own is None:
+            return []
+        first = rule._kept.setdefault(own, (page, url, u))
+        if first[0] != page:
+            return [self._retire(rule, (first[1], url))]
+        events: list[RuleEvent] = []
+        if first[1] != url:
+            rule._own_pairs += 1
+            self._touched[rule.id] = rule
+            if len(rule.examples) < MAX_EXAMPLES:
+                rule.examples.append((url, first[1]))
+            if rule.active:
+                rule.verified += 1
+            if own not in rule._support_keys:
+                rule._support_keys.add(own)
+                if rule.active and own not in rule._verify_keys and rule._verify_left > 0:
+                    # a fetch already under way at activation checked a new page: it
+                    # counts as one of the first verifications
+                    rule._verify_left -= 1
+                    rule._checks += 1
+                    rule._would += 1
+        if first[1] != url:
+            return events
+        # the first URL with this key: URLs another rule mapped to it lend support, or
+        # unlink the composition
+        for inner_id, seen in rule._composed.get(own, {}).items():
+            for other_page, other_url, image in seen:
+                events.extend(self._credit(self.rules[inner_id], rule, own,
+                                           (other_url, other_page, image), url, page))
+        return events
+
+    def _lend(self, inner: Rule, outer: Rule | None, u: Url, url: str,
+              page: str) -> list[RuleEvent]:
+        """``inner`` (a rule ever active) maps ``u``; ``outer`` (every live rule on the
+        image's origin, when ``None``) meets the image: the URL it keys like it is
+        support lent by ``inner``, or unlinks the two rules."""
+        image = inner.key(u)
+        if image is None or image == u:
+            return []
+        image = Url(*image)
+        outers = [outer] if outer is not None else self._live.get(image.origin, ())
+        events: list[RuleEvent] = []
+        for rule in list(outers):
+            if rule is inner or rule.retired:
+                continue
+            key = rule.key(image)
+            if key is None or key == rule.key(u):
+                continue  # the rule maps it alone: its own pair
+            seen = rule._composed.setdefault(key, {}).setdefault(inner.id, [])
+            if seen and seen[0][0] != page:
+                events.extend(self._unlink(inner, rule, (seen[0][1], url)))
+            seen.append((page, url, image.text()))
+            direct = rule._kept.get(key)
+            if direct is not None:
+                events.extend(self._credit(inner, rule, key, (url, page, image.text()),
+                                           direct[1], direct[0]))
+        return events
+
+    def _credit(self, inner: Rule, outer: Rule, key: tuple, lent_url: tuple[str, str, str],
+                direct_url: str, direct_page: str) -> list[RuleEvent]:
+        """``inner`` maps ``lent_url`` (url, page, image) to a URL that ``outer`` keys
+        like ``direct_url``: support lent to ``outer`` when the pages agree."""
+        url, page, image = lent_url
+        if direct_page != page:
+            return self._unlink(inner, outer, (direct_url, url))
+        lent = outer._lent.setdefault(inner.id, {})
+        if url not in lent:
+            lent[url] = (key, image)
+            inner._borrowers[outer.id] = outer
+            self._touched[outer.id] = outer
+            if len(outer.examples) < MAX_EXAMPLES:
+                outer.examples.append((url, direct_url))
+        return []
+
+    def _unlink(self, inner: Rule, outer: Rule, pair: Pair) -> list[RuleEvent]:
+        if (inner.id, outer.id) in self._unlinked:
+            return []
+        self._unlinked.add((inner.id, outer.id))
+        if inner.active and outer.active:
+            self._shrunk = True
+        return [RuleEvent("unlinked", outer, pair, inner)]
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
         rule.retired = True
@@ -588,41 +614,94 @@ class RuleBook:
             rule.counterexamples.append(pair)
         for origin in rule.origins:
             self._live[origin].remove(rule)
-            if rule.active:
-                self._active[origin].remove(rule)
-        was_active, rule.active = rule.active, False
-        rule._kept = {}
-        rule._via = {}
-        rule._support_keys = set()
-        rule._support_urls = set()
-        events: list[RuleEvent] = []
+        was_active = rule.active
         if was_active:
-            # what the other rules learned through it is no longer evidence
-            for origin in rule.origins:
-                for other in list(self._live.get(origin, ())):
-                    if not other.retired and any(v[3] is rule for v in other._via.values()):
-                        events.extend(self._rebuild(other))
-        self._events_after.extend(events)
+            self._deactivate(rule)
+            self._shrunk = True
+        rule._kept, rule._composed, rule._lent = {}, {}, {}
+        rule._support_keys = set()
+        self._touched.pop(rule.id, None)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
 
-    def _rebuild(self, rule: Rule) -> list[RuleEvent]:
-        """Recount ``rule``'s evidence from every URL fetched, through the rules active
-        now; an active rule left short of ``min_support`` is a candidate again."""
-        rule._kept, rule._via = {}, {}
-        rule._support_keys, rule._support_urls = set(), set()
-        rule.support = rule.pages = 0
-        rule.examples = []
-        events = self._backfill(rule)
-        if rule.active and not rule.retired and not self._enough(rule):
-            rule.active = False
-            for origin in rule.origins:
-                self._active[origin].remove(rule)
+    def _deactivate(self, rule: Rule) -> None:
+        rule.active = False
+        for origin in rule.origins:
+            self._active[origin].remove(rule)
+
+    # -- the active set ----------------------------------------------------------------------
+
+    def _counts(self, rule: Rule) -> tuple[int, int]:
+        """Support and pages of ``rule``: its own pairs, and the URLs that active rules
+        (compositions not unlinked) map onto a URL of the same page under it."""
+        support, pages = rule._own_pairs, rule._support_keys
+        lent: dict[str, tuple] = {}
+        page_of = self._page_of
+        for inner_id, urls in rule._lent.items():
+            if self.rules[inner_id].active and (inner_id, rule.id) not in self._unlinked:
+                # a URL whose image was fetched itself splits into the two rules' own
+                # pairs: ``rule`` is not needed to map it
+                lent.update((url, key) for url, (key, image) in urls.items()
+                            if image not in page_of)
+        if lent:
+            support += len(lent)
+            pages = pages | set(lent.values())
+        rule.support, rule.pages = support, len(pages)
+        return rule.support, rule.pages
+
+    def _enough(self, rule: Rule) -> bool:
+        support, pages = self._counts(rule)
+        return support >= self.min_support and pages >= min(2, self.min_support)
+
+    def _settle(self) -> list[RuleEvent]:
+        """Bring the active set to the least set in which every rule has enough support:
+        from scratch after an active rule retired or two were unlinked, else grown
+        from the rules whose support changed."""
+        if self._shrunk:
+            self._shrunk = False
+            for rules in self._active.values():
+                for rule in rules:
+                    rule.active = False
+            self._active = {}
+            todo = {r.id: r for r in self.rules.values() if not r.retired}
+        else:
+            todo = self._touched
+        self._touched = {}
+        events: list[RuleEvent] = []
+        while todo:
+            grown: dict[str, Rule] = {}
+            for rule in todo.values():
+                if rule.retired or rule.active or not self._enough(rule):
+                    continue
+                rule.active = True
+                for origin in rule.origins:
+                    self._active.setdefault(origin, []).append(rule)
+                if not rule._lending:
+                    rule._verify_left = self.verify_first
+                    events.append(RuleEvent("activated", rule, rule.examples[-1]))
+                    events.extend(self._start_lending(rule))
+                grown.update(rule._borrowers)
+            todo = {**grown, **self._touched}
+            self._touched = {}
+        return events
+
+    def _start_lending(self, rule: Rule) -> list[RuleEvent]:
+        """``rule`` is active for the first time: from now on it lends support to the
+        rules on its images (every URL fetched so far, then each new one)."""
+        rule._lending = True
+        for origin in rule.origins:
+            self._lenders.setdefault(origin, []).append(rule)
+        events: list[RuleEvent] = []
+        for origin in rule.origins:
+            for u, url, page in list(self._seen.get(("origin", origin), ())):
+                events.extend(self._lend(rule, None, u, url, page))
         return events
 
     # -- applying --------------------------------------------------------------------------
 
     def check(self, url: str) -> Decision | None:
-        """The active rule mapping ``url`` to a page already kept (another URL), if any."""
+        """The active rule mapping ``url`` to a page already kept (another URL), if any:
+        a rule alone, else an active rule after another one (a composition not
+        unlinked)."""
         origin_end = url.find("/", url.find("://") + 3)
         origin = (url if origin_end == -1 else url[:origin_end]).lower()
         if "?" in origin:
@@ -631,36 +710,57 @@ class RuleBook:
         if not rules:
             return None
         u = parse_url(url)
-        matches = self._matches(rules, u, url, composed=False) or self._matches(
-            rules, u, url, composed=True)
-        if not matches:
-            return None
-        for rule, key, kept in matches:
-            if key in rule._support_keys:
-                # this very page has a supporting pair under the rule: skip on that evidence
-                return Decision(rule, kept, False)
-        verify = (zlib.crc32(url.encode()) & 0xFFFF) < self._verify_cut
+        matches = self._direct(rules, u, url)
+        if matches:
+            for rule, key, kept in matches:
+                if key in rule._support_keys:
+                    # this very page has a supporting pair under the rule: no first check
+                    return self._decide(rule, kept, first=False)
+        else:
+            matches = self._composed(rules, u, url)
+            if not matches:
+                return None
         for rule, key, kept in matches:
             if rule._verify_left == 0 or key in rule._verify_keys:
-                return Decision(rule, kept, verify)
+                return self._decide(rule, kept, first=False)
         # every rule mapping it is new: the first pages beyond its evidence are fetched
         rule, key, kept = matches[0]
         rule._verify_left -= 1
         rule._verify_keys.add(key)
-        return Decision(rule, kept, True)
+        return self._decide(rule, kept, first=True)
 
-    def _matches(self, rules: list[Rule], u: Url, url: str, *, composed: bool) -> list:
-        """The rules (alone, or after another one) mapping ``u`` to a known page."""
+    def _decide(self, rule: Rule, kept: str, *, first: bool) -> Decision:
+        """Count a request ``rule`` would skip; fetch it to check the rule when it is
+        one of the first, or while fewer than ``verify_share`` of them were checked."""
+        rule._would += 1
+        verify = first or rule._checks < self.verify_share * rule._would
+        if verify:
+            rule._checks += 1
+        return Decision(rule, kept, verify)
+
+    @staticmethod
+    def _direct(rules: list[Rule], u: Url, url: str) -> list[tuple[Rule, tuple, str]]:
         found = []
         for rule in rules:
-            keys = self._keys(rule, u) if composed else [rule.key(u)]
-            for key in keys:
-                if key is None:
-                    continue
-                known = rule._kept.get(key) or rule._via.get(key)
-                if known is not None and known[0] != url:
-                    found.append((rule, key, known[0]))
-                    break
+            key = rule.key(u)
+            if key is None:
+                continue
+            known = rule._kept.get(key)
+            if known is not None and known[0] != url:
+                found.append((rule, key, known[0]))
+        return found
+
+    def _composed(self, rules: list[Rule], u: Url, url: str) -> list[tuple[Rule, tuple, str]]:
+        """Active rules after another active rule (``/a?utm=1`` on a mirror host is
+        ``/a`` on the main one), unless that composition was unlinked."""
+        found = []
+        for inner in rules:
+            image = inner.key(u)
+            if image is None or image == u:
+                continue
+            outers = [outer for outer in self._active.get(image[0], ())
+                      if outer is not inner and (inner.id, outer.id) not in self._unlinked]
+            found.extend(self._direct(outers, Url(*image), url))
         return found
 
     def skipped(self, rule_id: str) -> None:
@@ -680,6 +780,9 @@ class RuleBook:
 
     def summary(self) -> list[dict]:
         """Every rule (active first, then candidates, then retired), as plain dicts."""
+        for rule in self.rules.values():
+            if not rule.retired:
+                self._counts(rule)
         order = {"active": 0, "candidate": 1, "retired": 2}
         rows = [r.summary() for r in self.rules.values()]
         return sorted(rows, key=lambda r: (order[r["state"]], -r["support"], r["rule"]))
