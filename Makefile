@@ -52,11 +52,11 @@ test: test-latest test-min
 
 # The compiled walk must have been built (else the suite would test only the Python one).
 test-latest: venv redis-server java
-	$(PY) -c "import scrapy_simhash.fingerprinting._walk"
+	$(PY) -c "import scrapy_simhash.fingerprinting._walk, scrapy_simhash.fingerprinting._tokens"
 	$(PY) -m pytest tests
 
 test-min: $(MIN_VENV)/.stamp redis-server
-	$(MIN_VENV)/bin/python -c "import scrapy_simhash.fingerprinting._walk"
+	$(MIN_VENV)/bin/python -c "import scrapy_simhash.fingerprinting._walk, scrapy_simhash.fingerprinting._tokens"
 	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
 
 # The demo needs the runtime dependencies only: its own venv, the package installed as a
