@@ -110,6 +110,84 @@ def test_fallback_to_all_visible_text():
     assert "x" not in main.blocks
 
 
+def _misnamed_article_page(menu_items: int) -> str:
+    """An article whose wrapper's class names a template part (Drupal's
+    ``field--label-hidden``), with a caption, a share bar and a cookie notice
+    named as such, in a template whose menu and footer hold ``menu_items`` links."""
+    links = "".join(f'<li><a href="/{n}">Section number {n} of the site</a></li>' for n in range(menu_items))
+    return f"""<html><body>
+    <header><nav><ul>{links}</ul></nav></header>
+    <div id="cookie-consent"><p>We use cookies to give you the best experience on this site.</p></div>
+    <main><div class="field field--name-body field--label-hidden">{ARTICLE}
+    <div class="caption"><p>The new sleeper carriage, photographed at the depot last year.</p></div>
+    <div class="share-bar"><p>Share this story with your friends and family today.</p></div>
+    </div></main>
+    <footer><ul>{links}</ul></footer></body></html>"""
+
+
+def test_misnamed_article_wrapper_same_text_whatever_the_template():
+    # The article's wrapper is dropped for its name; too little is left, so the
+    # fallback walks it again. Only the named element holding the text comes
+    # back: the caption, share bar and cookie notice stay out, whether the
+    # template's menus are short or long (the guard's share is then small).
+    light = extract(_misnamed_article_page(3))
+    heavy = extract(_misnamed_article_page(20))
+    assert "modern locomotives" in text_of(light)
+    assert light.blocks == heavy.blocks
+    assert light.headings == heavy.headings == ["Night trains are back"]
+    for text in ("photographed at the depot", "Share this story", "We use cookies"):
+        assert text not in text_of(heavy)
+
+
+def test_fallback_region_in_declared_main_content():
+    # The article's wrapper, misnamed, holds less than half of the page's own
+    # text (many small share boxes): the fallback brings back only the wrapper,
+    # and as it lies in the page's <article> the region is still looked for,
+    # leaving out the stray line outside it.
+    shares = "".join(
+        f'<div class="share-box"><p>Share on network {n} with all of your friends</p></div>'
+        for n in range(6)
+    )
+    page = f"""<html><body><nav><ul><li><a href="/">Home</a></li></ul></nav>
+    <div><p>Our paper, since 1851.</p></div>{shares}
+    <article><div class="field field--label-hidden">{BODY}</div></article></body></html>"""
+    main = extract(page)
+    assert "modern locomotives" in text_of(main)
+    assert "since 1851" not in text_of(main)
+    assert "Share on network" not in text_of(main)
+
+
+def _index_page(letter: str) -> str:
+    """A generated index page: its content is a list of links (too little prose
+    survives), beside a footer of prose that every page of the site repeats."""
+    entries = "".join(
+        f'<li><a href="/{letter}{n}">{letter}{n}name (module {letter}{n})</a></li>'
+        for n in range(40)
+    ) + "".join(
+        f'<li><a href="/{letter}f{n}">{letter}f{n}</a> (function in {letter}{n}, obsolete)</li>'
+        for n in range(2)
+    )
+    return f"""<html><body><div class="document"><h1>Index {letter}</h1><ul>{entries}</ul></div>
+    <div class="footer"><p>This page is licensed under the Software Foundation License,
+    and the examples in the documentation are additionally licensed under the Zero Clause
+    license. The Foundation is a non-profit corporation: please donate to it. The page
+    was last updated on the first of the month, and it was created with the generator
+    that the project has used for all of its documentation since the beginning.</p></div>
+    </body></html>"""
+
+
+def test_fallback_never_reduces_a_page_to_its_footer():
+    # The footer, dropped for its name, holds a good share of the little prose
+    # these pages have: the fallback brings it back, but outside any declared
+    # main content the region is not looked for, so each page keeps its own
+    # entries too and two index pages never become the same footer.
+    b, c = extract(_index_page("b")), extract(_index_page("c"))
+    assert "non-profit corporation" in text_of(b)
+    assert "(function in b1, obsolete)" in text_of(b)
+    assert "(function in c1, obsolete)" in text_of(c)
+    assert b.blocks != c.blocks
+
+
 def test_heading_of_template_box_dropped():
     page = f"""<body><article>{ARTICLE}</article>
     <div><h2>Most read</h2><ul><li><a href="/1">A story that is popular</a></li>

@@ -65,7 +65,7 @@ def walk_result(root, compiled: bool, **budgets: int) -> tuple:
         walker = E._Walker()
         items, spans = walker.run(start, E._HEADING_TAGS.get(start.tag, 0), False, False)
         first = ([_item(i) for i in items], spans, budgets_of(walker))
-        full = walker.expand(items, spans, -1, True)
+        full = walker.expand(items, spans, -1, -1)
         return first, full, budgets_of(walker), E.extract(root)
 
 

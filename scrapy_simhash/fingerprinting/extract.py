@@ -22,15 +22,25 @@ from resiliparse, trafilatura and readability:
   the spot signatures the fingerprint is made of). What is left around it are
   the template's leftovers (blurbs, teaser lists, a second site's boxes); inside
   it every block counts fully (no positional weighting). Headings count only
-  inside it. The region is not looked for when the fallbacks below apply.
+  inside it. The region is not looked for when the fallbacks below apply,
+  unless the elements they bring back lie in the page's declared main content.
 
 Over-pruning guard: a soft-dropped element holding more than
-:data:`GUARD_SHARE` of the page's visible text is kept (wrappers such as
-``class="sidebar-layout"`` exist). When less than :data:`MIN_KEPT_SHARE` of the
-visible text (or fewer than :data:`MIN_KEPT_CHARS` characters) survives, the
-class/id rules are ignored, and if that is still too little, all visible text
-is used. Soft-dropped subtrees are only walked when the guard or a fallback
-needs them, which keeps the walk under a millisecond on typical pages.
+:data:`GUARD_SHARE` of the page's visible text is kept. Class/id names can be
+wrong (``class="sidebar-layout"``, or Drupal's ``field--label-hidden`` on the
+article's wrapper) where landmarks (the tag, role and hiding rules) are not:
+so an element dropped for its name alone is kept when it holds more than
+:data:`GUARD_SHARE` of the page's own text, the text outside its landmarks.
+Whether an article survives then does not depend on how much text its
+template's menus, headers and footers hold: the same article in another
+site's template is extracted the same way. When less than
+:data:`MIN_KEPT_SHARE` of the visible text (or fewer than
+:data:`MIN_KEPT_CHARS` characters) survives, the class/id rules are ignored:
+first for the elements holding :data:`MIN_KEPT_SHARE` of the page's own text
+(a misnamed wrapper; captions, share bars and cookie notices stay out), then
+for all; if that is still too little, all visible text is used. Soft-dropped
+subtrees are only walked when the guard or a fallback needs them, which keeps
+the walk under a millisecond on typical pages.
 
 Bounds, so that any page costs a bounded time whatever its size or shape,
 given as HTML or as a tree (parsel's included), each a budget of the whole
@@ -118,13 +128,16 @@ MAX_NAME_CHARS = 250_000
 MAX_ITEMS = 16_000
 #: Characters of the title read at most.
 MAX_TITLE_CHARS = 2000
-#: Kept share of the visible text below which all visible text is used.
+#: Kept share of the visible text below which class/id names are trusted
+#: less (first for the elements holding this share of the text outside the
+#: landmarks), and then all visible text is used.
 MIN_KEPT_SHARE = 0.1
 #: Kept characters below which all visible text is used.
 MIN_KEPT_CHARS = 200
 #: A block whose link text exceeds this share of its text is dropped.
 MAX_LINK_DENSITY = 0.5
-#: A soft-dropped element holding more than this share of the text is kept.
+#: A soft-dropped element holding more than this share of the text is kept
+#: (of the text outside the landmarks, when it was dropped for its name).
 GUARD_SHARE = 0.5
 #: The main-content region: the deepest block element holding this share of
 #: the kept body text's weight.
@@ -712,10 +725,12 @@ class _Walker:
         spans.append((0, len(items)))
         return items, spans
 
-    def expand(self, items: list, spans: list, limit: float, weak_too: bool) -> tuple[list, list]:
-        """Walk the placeholders holding more than ``limit`` characters (the
-        guard), or dropped for their class/id only when ``weak_too``; the
-        blocks and their spans."""
+    def expand(
+        self, items: list, spans: list, limit: float, weak_limit: float
+    ) -> tuple[list, list]:
+        """Walk the placeholders holding more than ``limit`` characters, or
+        more than ``weak_limit`` when dropped for their class/id only (the
+        guard); the blocks and their spans."""
         out: list = []
         out_spans: list = []
         position = [0] * (len(items) + 1)  # item index -> index in ``out``
@@ -723,11 +738,13 @@ class _Walker:
             position[n] = len(out)
             if item.__class__ is not _Dropped:
                 out.append(item)
-            elif (item.chars > limit or (weak_too and item.weak)) and self.items < MAX_ITEMS:
+            elif (
+                item.chars > (weak_limit if item.weak else limit)
+            ) and self.items < MAX_ITEMS:
                 sub, sub_spans = self.expand(
                     *self.run(item.el, item.kind, item.in_link, item.in_main, item.depth),
                     limit,
-                    weak_too,
+                    weak_limit,
                 )
                 base = len(out)
                 out.extend(sub)
@@ -753,6 +770,15 @@ def _hides(hidden: bool, aria_hidden: str | None, role: str | None, style: str |
     if role and role.strip().lower() in _BOILER_ROLES:
         return True
     return bool(style and _HIDDEN_STYLE.search(style))
+
+
+def _in_main_content(el) -> bool:
+    """Whether ``el`` is inside the page's declared main content: a ``main``
+    or ``article`` element, or an element with ``role="main"``."""
+    for node in el.iterancestors():
+        if node.tag in ("main", "article") or node.get("role") == "main":
+            return True
+    return False
 
 
 def _select(blocks: list[tuple[str, int, int]]) -> tuple[list[bool], int]:
@@ -873,18 +899,47 @@ def extract(
     start = body if body is not None else root
     walker = _Walker()
     items, spans = walker.run(start, _HEADING_TAGS.get(start.tag, 0), False, False)
-    total = walker.chars + sum(i.chars for i in items if i.__class__ is _Dropped)
+    landmarks = named = 0
+    for item in items:
+        if item.__class__ is _Dropped:
+            if item.weak:  # dropped for its class/id only
+                named += item.chars
+            else:  # a landmark: dropped for its tag, role or hiding
+                landmarks += item.chars
+    total = walker.chars + named + landmarks
+    # A class/id name can be wrong (a wrapper called "sidebar-layout" or
+    # "field--label-hidden" holding the article); a landmark is not. So what
+    # was dropped for its name alone is weighed against the page's text
+    # outside its landmarks: whether the article is kept does not depend on
+    # how much text the template's menus, headers and footers hold.
+    own = total - landmarks
     limit = GUARD_SHARE * total
-    blocks, block_spans = walker.expand(items, spans, limit, False)
+    blocks, block_spans = walker.expand(items, spans, limit, GUARD_SHARE * own)
     keep, kept = _select(blocks)
-    if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
-        # Too little left: first trust class/id names less, then keep it all.
-        # The region is not looked for then: the page has too little prose.
-        blocks, block_spans = walker.expand(items, spans, limit, True)
-        block_spans = []
-        keep, kept = _select(blocks)
-        if kept < MIN_KEPT_SHARE * total or kept < MIN_KEPT_CHARS:
-            blocks, _ = walker.expand(items, spans, -1, True)
+    enough = max(MIN_KEPT_SHARE * total, MIN_KEPT_CHARS)
+    if kept < enough:
+        # Too little left: trust class/id names less, first for the elements
+        # holding a share of the page's own text (a misnamed wrapper; captions,
+        # share bars and cookie notices stay dropped), then for all, then keep
+        # it all. The region is not looked for then (the page has too little
+        # prose), unless the misnamed elements lie in the page's declared main
+        # content (main, article, role="main"): the markup then says where the
+        # content is, and the region trims what is left around it.
+        wrappers = [
+            i for i in items
+            if i.__class__ is _Dropped and i.weak and i.chars > MIN_KEPT_SHARE * own
+        ]
+        declared = bool(wrappers) and all(_in_main_content(i.el) for i in wrappers)
+        for weak_limit in (MIN_KEPT_SHARE * own, -1):
+            blocks, block_spans = walker.expand(items, spans, limit, weak_limit)
+            keep, kept = _select(blocks)
+            if kept >= enough:
+                if weak_limit < 0 or not declared:
+                    block_spans = []
+                break
+        else:
+            block_spans = []
+            blocks, _ = walker.expand(items, spans, -1, -1)
             keep = [True] * len(blocks)
     if block_spans:
         first, end = _region(blocks, block_spans, keep, weigh_blocks)

@@ -38,7 +38,9 @@ logger = logging.getLogger(__name__)
 #: features scales with the page; the region of a page that is not mostly
 #: prose is located by its tokens too; every page stores a sketch beside its
 #: fingerprint (:mod:`scrapy_simhash.fingerprinting.signature`).
-FINGERPRINT_VERSION = 4
+#: 5: extraction's over-pruning fallback brings back the misnamed elements
+#: holding much text first, and still locates the main-content region.
+FINGERPRINT_VERSION = 5
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6
