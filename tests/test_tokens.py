@@ -82,34 +82,33 @@ def test_token_lists_of_any_sequence():
         assert compiled.tolist() == F._shingles_within(lists, 2, 7).tolist()
 
 
+def assert_same_array(function, *args):
+    """``function(*args)`` gives the same array with the compiled loops as without."""
+    compiled = function(*args)
+    with python_loops():
+        reference = function(*args)
+    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+
+
 @needs_compiled
 @settings(max_examples=300, deadline=None)
 @given(_TOKENS, st.integers(0, 2**64 - 1))
 def test_token_hashes_match(tokens, seed):
-    compiled = F.token_hashes(tokens, seed)
-    with python_loops():
-        reference = F.token_hashes(tokens, seed)
-    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+    assert_same_array(F.token_hashes, tokens, seed)
 
 
 @needs_compiled
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_TOKENS, max_size=6), st.integers(1, 6), st.integers(0, 2**64 - 1))
 def test_shingles_within_match(token_lists, n, seed):
-    compiled = F._shingles_within(token_lists, n, seed)
-    with python_loops():
-        reference = F._shingles_within(token_lists, n, seed)
-    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+    assert_same_array(F._shingles_within, token_lists, n, seed)
 
 
 @needs_compiled
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.text(max_size=12), st.floats(0, 9)), st.integers(0, 2**64 - 1))
 def test_feature_hashes_match(features, seed):
-    compiled = F.feature_hashes(features, seed)
-    with python_loops():
-        reference = F.feature_hashes(features, seed)
-    assert compiled.dtype == reference.dtype and compiled.tolist() == reference.tolist()
+    assert_same_array(F.feature_hashes, features, seed)
 
 
 @needs_compiled
