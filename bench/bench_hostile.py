@@ -1,21 +1,22 @@
-"""Fingerprinting cost of hostile pages: CPU per shape, and memory kept across pages.
+"""Signing cost of hostile pages: CPU per shape, and memory kept across pages.
 
 Speed (the default): every shape of :mod:`evaluation.hostile` at ``--size``
-characters is fingerprinted on both paths a crawl takes:
+characters gets its signature (fingerprint and sketch: what a crawl computes)
+on both paths a crawl takes:
 
-* ``bytes``: ``fingerprint(html_bytes)``: our parse (cut to ``MAX_HTML_CHARS``)
-  and the walk; ``parse`` is the parse alone, ``fp`` the rest
-  (``fingerprint(tree)``);
+* ``bytes``: ``signature(html_bytes)``: our parse (cut to ``MAX_HTML_CHARS``)
+  and the rest; ``parse`` is the parse alone, ``sig`` the rest
+  (``signature(tree)``);
 * ``parsel``: the middleware's read, ``with plain_elements(root):
-  fingerprint(root)`` on ``Selector(text=html).root``; ``parse`` is parsel's
+  signature(root)`` on ``Selector(text=html).root``; ``parse`` is parsel's
   parse (Scrapy does it for the spider, whatever this plugin does: the plugin
-  cannot bound it), ``fp`` is ours.
+  cannot bound it), ``sig`` is ours.
 
 Figures are CPU milliseconds (``time.thread_time``, so other processes on the
 machine barely move them), the median of ``--repeat`` runs, each on a fresh
-tree. The bar: no ``fp`` above 50 ms.
+tree. The bar: no ``sig`` above 50 ms.
 
-Memory (``--memory``): RSS after fingerprinting ``--pages`` ordinary pages
+Memory (``--memory``): RSS after signing ``--pages`` ordinary pages
 (the corpus web pages, cycled) and after as many crafted pages whose class and
 id values are all new (:func:`evaluation.hostile.crafted_cache_page`), each
 series in a fresh process, through the middleware's path. The bar: the hostile
@@ -41,10 +42,10 @@ from parsel import Selector
 from evaluation.hostile import SHAPES, crafted_cache_page
 from scrapy_simhash.fingerprinting.extract import parse_html, plain_elements
 
-FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
+SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
 EX = importlib.import_module("scrapy_simhash.fingerprinting.extract")
 
-#: No page may cost more fingerprinting CPU than this (ms).
+#: No page may cost more CPU for its signature than this (ms).
 BAR_MS = 50.0
 #: Hostile pages may keep at most this much more memory than ordinary ones (MB).
 BAR_MB = 50.0
@@ -67,9 +68,9 @@ def cpu_ms(prepare: Callable[[], object], fn: Callable[[object], object], repeat
     return statistics.median(times) * 1e3
 
 
-def parsel_fingerprint(root) -> int | None:
+def parsel_signature(root) -> object:
     with plain_elements(root):
-        return FP.fingerprint(root)
+        return SG.signature(root)
 
 
 def speed(size: int, repeat: int, names: list[str] | None) -> list[str]:
@@ -77,7 +78,7 @@ def speed(size: int, repeat: int, names: list[str] | None) -> list[str]:
         f"hostile shapes of ~{size:,} characters, CPU ms (median of {repeat}), "
         f"compiled walk {'built' if EX._walk is not None else 'NOT built (pure Python)'}",
         "",
-        f"{'shape':<26}{'bytes parse':>12}{'bytes fp':>10}{'parsel parse':>14}{'parsel fp':>11}",
+        f"{'shape':<26}{'bytes parse':>12}{'bytes sig':>10}{'parsel parse':>14}{'parsel sig':>11}",
     ]
     worst = (0.0, "")
     for name, make in SHAPES.items():
@@ -86,16 +87,16 @@ def speed(size: int, repeat: int, names: list[str] | None) -> list[str]:
         html = make(size)
         data = html.encode("utf-8")
         bytes_parse = cpu_ms(lambda: data, parse_html, repeat)
-        bytes_fp = cpu_ms(lambda: parse_html(data), FP.fingerprint, repeat)
+        bytes_fp = cpu_ms(lambda: parse_html(data), SG.signature, repeat)
         parsel_parse = cpu_ms(lambda: html, lambda text: Selector(text=text).root, repeat)
-        parsel_fp = cpu_ms(lambda: Selector(text=html).root, parsel_fingerprint, repeat)
+        parsel_fp = cpu_ms(lambda: Selector(text=html).root, parsel_signature, repeat)
         lines.append(
             f"{name:<26}{bytes_parse:>12.1f}{bytes_fp:>10.1f}{parsel_parse:>14.1f}{parsel_fp:>11.1f}"
         )
         worst = max(worst, (bytes_fp, f"{name}, bytes"), (parsel_fp, f"{name}, parsel"))
     lines += [
         "",
-        f"{'PASS' if worst[0] <= BAR_MS else 'FAIL'}  worst fingerprinting CPU "
+        f"{'PASS' if worst[0] <= BAR_MS else 'FAIL'}  worst signature CPU "
         f"{worst[0]:.1f} ms ({worst[1]}) <= {BAR_MS:.0f} ms",
         "The parse is lxml's: ours is cut to MAX_HTML_CHARS characters; parsel's "
         "(Scrapy's response.selector) is not the plugin's to bound.",
@@ -126,7 +127,7 @@ def memory_series(kind: str, pages: int) -> float:
     else:
         page = crafted_cache_page
     for n in range(pages):
-        parsel_fingerprint(Selector(text=page(n)).root)
+        parsel_signature(Selector(text=page(n)).root)
     gc.collect()
     return rss_mb()
 
