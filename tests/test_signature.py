@@ -114,7 +114,7 @@ def test_public_api():
 
 def test_golden_sketch():
     """These change only with FINGERPRINT_VERSION."""
-    assert FP.FINGERPRINT_VERSION == 5
+    assert FP.FINGERPRINT_VERSION == 6
     sig = SG.signature(f"<html><body>{ARTICLE}</body></html>")
     assert sig.fingerprint == 102081244392725615
     assert sig.sketch.hex() == (
@@ -158,6 +158,52 @@ def test_table_pages_stay_apart():
     changed = rows(1)
     changed[5] = changed[5][:3] + ("99",)
     assert SG.is_duplicate(a, SG.signature(table_page("AVX-512 instructions", changed)))
+
+
+def release_note(version: str, items: list[str]) -> str:
+    """A release note as SQLite's documentation writes one: a short list of
+    changes under a heading, then a prose paragraph every release note shares."""
+    changes = "".join(f"<li>{item}</li>" for item in items)
+    return (
+        f"<html><head><title>Release {version}</title></head><body>"
+        "<div class=tagline>Small. Fast. Reliable.</div>"
+        f"<h2>Release {version}</h2><p><ol class=lessindent>{changes}</ol></p>"
+        "<p>A <a href=../changes.html>complete list of releases</a> in a single page and a "
+        "<a href=../chronology.html>chronology</a> are both also available. A detailed "
+        "history of every check-in is available at the timeline, where each of the "
+        "changes is described in the words of the developer who made it, and there is "
+        "a forum for the questions of those who use the library in their own programs. "
+        "The source of each release is there too, and so are the notes of the releases "
+        "that came before it, which the developers keep for those who need them.</p>"
+        "</body></html>"
+    )
+
+
+def test_release_notes_stay_apart():
+    """The shared prose paragraph outweighs the short items, but a page is its
+    items: the main-content region is never that one paragraph alone."""
+    a = SG.signature(release_note("3.2.0", [
+        "Added support for ALTER TABLE ADD COLUMN.",
+        'Added support for the "T" separator in ISO-8601 date/time strings.',
+        "Improved support for Cygwin.",
+        "Numerous bug fixes and documentation updates.",
+    ]))
+    b = SG.signature(release_note("3.6.2", [
+        "Added support for the JSON1 extension.",
+        "Improved support for WAL mode on network filesystems.",
+        "Faster page cache.",
+        "Numerous query planner enhancements.",
+    ]))
+    assert a is not None and b is not None
+    assert not SG.is_duplicate(a, b)
+    # A copy with the date line changed is still the same release note.
+    copy = release_note("3.2.0", [
+        "Added support for ALTER TABLE ADD COLUMN.",
+        'Added support for the "T" separator in ISO-8601 date/time strings.',
+        "Improved support for Cygwin.",
+        "Numerous bug fixes and documentation updates.",
+    ]).replace("Small. Fast. Reliable.", "Small. Fast. Reliable. Updated 2024-05-01.")
+    assert SG.is_duplicate(a, SG.signature(copy))
 
 
 def test_numbers_that_are_content_count():

@@ -852,17 +852,27 @@ def _region(
     body = [k and (not b[1] or b[1] == _CODE) for b, k in zip(blocks, keep)]
     weights = iter(weigh_blocks([b[0] for b, k in zip(blocks, body) if k]))
     cumulative = [0.0]
+    counts = [0]  # body blocks before each position
     total = 0.0
     for k in body:
         if k:
             total += next(weights)
         cumulative.append(total)
+        counts.append(counts[-1] + k)
     best = (0, len(blocks))
     if total <= 0:
         return best
     need = REGION_SHARE * total
+    # A region is a container of the page's body text, never one block of it:
+    # a lone paragraph outweighing short list items or table cells (a release
+    # note's items under a prose footer) would leave out what the page says.
+    least = min(2, counts[-1])
     for first, end in spans:
-        if end - first < best[1] - best[0] and cumulative[end] - cumulative[first] >= need:
+        if (
+            end - first < best[1] - best[0]
+            and cumulative[end] - cumulative[first] >= need
+            and counts[end] - counts[first] >= least
+        ):
             best = (first, end)
     return best
 

@@ -40,7 +40,9 @@ logger = logging.getLogger(__name__)
 #: fingerprint (:mod:`scrapy_simhash.fingerprinting.signature`).
 #: 5: extraction's over-pruning fallback brings back the misnamed elements
 #: holding much text first, and still locates the main-content region.
-FINGERPRINT_VERSION = 5
+#: 6: the main-content region holds at least two body blocks (a lone prose
+#: paragraph is never the region: it left out a release note's own items).
+FINGERPRINT_VERSION = 6
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6
