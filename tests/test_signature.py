@@ -206,6 +206,39 @@ def test_release_notes_stay_apart():
     assert SG.is_duplicate(a, SG.signature(copy))
 
 
+def api_page(name: str, summary: str) -> str:
+    """A short API page under a site-wide navigation tree, as pandas' pydata
+    theme writes them: the tree (hundreds of links) outweighs the page."""
+    words = ["index", "series", "frame", "window", "group", "style", "plot", "sparse",
+             "string", "period", "offset", "interval", "category", "resample", "merge"]
+    tree = "".join(
+        f'<li class="toctree-l2"><a class="reference internal" href="api/{i}.html">'
+        f"Working with the {a} of a {b}</a></li>"
+        for i, (a, b) in enumerate((a, b) for a in words for b in words)
+    )
+    return (
+        f"<html><head><title>{name} - pandas documentation</title></head><body>"
+        '<div class="col-md-3 bd-sidebar"><form class="bd-search"><input name=q></form>'
+        f'<nav class="bd-links" aria-label="Main navigation"><ul>{tree}</ul></nav></div>'
+        f'<main class="bd-content" role="main"><h1>{name}</h1><p>{summary}</p>'
+        "<p>Returns: Series or DataFrame. See also the user guide for examples.</p></main>"
+        "</body></html>"
+    )
+
+
+def test_short_pages_under_a_navigation_tree_stay_apart():
+    """When too little survives extraction and every rule is turned off, link
+    lists still stay out: otherwise every such page is its site's tree."""
+    a = SG.signature(api_page("pandas.BooleanDtype", (
+        "Extension dtype for boolean data. BooleanDtype is considered experimental: the "
+        "implementation and parts of the API may change without warning in a release.")))
+    b = SG.signature(api_page("pandas.Interval.closed", (
+        "String describing the inclusive side of the intervals: either left, right, both or "
+        "neither, as it was given when the interval was made, and kept with it.")))
+    assert a is not None and b is not None
+    assert not SG.is_duplicate(a, b)
+
+
 def test_numbers_that_are_content_count():
     """Dates do not move the fingerprint; a page's own numbers keep pages apart."""
     page = (

@@ -948,9 +948,15 @@ def extract(
                     block_spans = []
                 break
         else:
+            # Still too little: every rule off, but link lists still left out.
+            # A short page under a site-wide navigation tree (an API page)
+            # would otherwise be mostly that tree, shared by every page of
+            # the site. Only a page that is all links is read whole.
             block_spans = []
             blocks, _ = walker.expand(items, spans, -1, -1)
-            keep = [True] * len(blocks)
+            keep, kept = _select(blocks)
+            if kept < MIN_KEPT_CHARS:
+                keep = [True] * len(blocks)
     if block_spans:
         first, end = _region(blocks, block_spans, keep, weigh_blocks)
         blocks, keep = blocks[first:end], keep[first:end]

@@ -41,7 +41,8 @@ logger = logging.getLogger(__name__)
 #: 5: extraction's over-pruning fallback brings back the misnamed elements
 #: holding much text first, and still locates the main-content region.
 #: 6: the main-content region holds at least two body blocks (a lone prose
-#: paragraph is never the region: it left out a release note's own items).
+#: paragraph is never the region: it left out a release note's own items);
+#: the last fallback (every rule off) still leaves link lists out.
 FINGERPRINT_VERSION = 6
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
