@@ -1,0 +1,98 @@
+"""False drops on documentation sites the harness never saw (held-out check).
+
+For each site folder: every page's signature, every pair the crawler's
+decision joins (fingerprints within k, sketches confirming), and among them
+the pairs of distinct pages: 5-word-shingle Jaccard < 0.5 of the text of the
+site's content container (an XPath; ``//body`` when the site has none).
+
+The sites come from Debian's documentation packages, never unpacked into the
+project (as for the corpus)::
+
+    apt-get download sqlite3-doc erlang-doc python-pandas-doc rust-doc
+    for d in *.deb; do dpkg -x "$d" "x/${d%%_*}"; done
+    python -m bench.unseen_sites x/sqlite3-doc //body x/python-pandas-doc //main
+
+Usage: ``python -m bench.unseen_sites DIR XPATH [DIR XPATH ...] [--show N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+from lxml import html as lxml_html
+
+from scrapy_simhash import signature
+from scrapy_simhash.fingerprinting.signature import (
+    DEFAULT_MAX_DISTANCE,
+    SKETCH_BINS,
+    confirms_many,
+)
+
+_WORDS = re.compile(r"\w+")
+
+
+def content_shingles(path: Path, xpath: str, n: int = 5) -> set[str]:
+    """The word n-shingles of the text of ``xpath`` (scripts and styles left out)."""
+    root = lxml_html.fromstring(path.read_bytes())
+    for element in root.xpath("//script|//style|//noscript"):
+        element.drop_tree()
+    words = _WORDS.findall(" ".join(e.text_content() for e in root.xpath(xpath)).lower())
+    return {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
+
+
+def dropped_pairs(fps: np.ndarray, sketches: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """Every pair ``i < j`` the drop decision joins (brute force over pairs)."""
+    pairs = []
+    for i in range(len(fps) - 1):
+        near = np.nonzero(np.bitwise_count(fps[i] ^ fps[i + 1 :]) <= k)[0] + i + 1
+        if len(near):
+            ok = confirms_many(np.broadcast_to(sketches[i], (len(near), SKETCH_BINS)),
+                               sketches[near])
+            pairs += [(i, int(j)) for j in near[ok]]
+    return pairs
+
+
+def check(site: Path, xpath: str, show: int) -> int:
+    paths = sorted(p for p in site.rglob("*") if p.suffix in (".html", ".htm") and p.is_file())
+    signed = [(p, s) for p in paths if (s := signature(p.read_bytes())) is not None]
+    fps = np.array([s.fingerprint for _, s in signed], dtype=np.uint64)
+    sketches = np.frombuffer(b"".join(s.sketch for _, s in signed), dtype=np.uint8)
+    pairs = dropped_pairs(fps, sketches.reshape(-1, SKETCH_BINS), DEFAULT_MAX_DISTANCE)
+    cache: dict[int, set[str]] = {}
+
+    def shingles(i: int) -> set[str]:
+        if i not in cache:
+            cache[i] = content_shingles(signed[i][0], xpath)
+        return cache[i]
+
+    false = []
+    for i, j in pairs:
+        a, b = shingles(i), shingles(j)
+        jaccard = len(a & b) / max(1, len(a | b))
+        if jaccard < 0.5:
+            false.append((jaccard, signed[i][0], signed[j][0]))
+    print(f"{site}: {len(paths)} pages, {len(signed)} with a fingerprint, {len(pairs)} pairs "
+          f"dropped at k={DEFAULT_MAX_DISTANCE}, {len(false)} of distinct pages "
+          f"(Jaccard < 0.5 of {xpath})")
+    for jaccard, a, b in sorted(false, key=lambda t: t[0])[:show]:
+        print(f"   J={jaccard:.2f}  {a.relative_to(site)}  <->  {b.relative_to(site)}")
+    return len(false)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sites", nargs="+", help="DIR XPATH pairs")
+    parser.add_argument("--show", type=int, default=5, help="false pairs shown per site")
+    args = parser.parse_args(argv)
+    if len(args.sites) % 2:
+        parser.error("give each site folder with its content XPath")
+    pairs = zip(args.sites[::2], args.sites[1::2])
+    return 1 if sum(check(Path(d), x, args.show) for d, x in pairs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
