@@ -237,6 +237,13 @@ def test_short_pages_under_a_navigation_tree_stay_apart():
         "neither, as it was given when the interval was made, and kept with it.")))
     assert a is not None and b is not None
     assert not SG.is_duplicate(a, b)
+    # A page of a sentence under the tree has no text of its own to tell it
+    # from its site's other pages: it gets no fingerprint, and is never dropped.
+    tiny = [SG.signature(api_page(name, summary)) for name, summary in [
+        ("pandas.DataFrame.T", "The transpose of the DataFrame."),
+        ("pandas.DataFrame.columns", "The column labels of the DataFrame."),
+    ]]
+    assert tiny == [None, None]
 
 
 def test_numbers_that_are_content_count():

@@ -948,15 +948,27 @@ def extract(
                     block_spans = []
                 break
         else:
-            # Still too little: every rule off, but link lists still left out.
-            # A short page under a site-wide navigation tree (an API page)
-            # would otherwise be mostly that tree, shared by every page of
-            # the site. Only a page that is all links is read whole.
+            # Still too little: every rule off, link lists still left out;
+            # then, for a page whose content is links (an index), all the
+            # text outside the landmarks (nav, header, footer, aside, hidden).
+            # Never the landmarks' links: a short page under a site-wide
+            # navigation tree (an API page) would be mostly that tree, shared
+            # by every page of the site. If all that is too little and the
+            # landmarks hold most of the page, its own text cannot be told
+            # from its template's: no main text, so no fingerprint, never a
+            # drop. (A small page with no template is read whole.)
             block_spans = []
             blocks, _ = walker.expand(items, spans, -1, -1)
             keep, kept = _select(blocks)
             if kept < MIN_KEPT_CHARS:
+                blocks, _ = walker.expand(items, spans, float("inf"), -1)
                 keep = [True] * len(blocks)
+                outside = sum(len(b[0]) for b in blocks)
+                if outside < MIN_KEPT_CHARS:
+                    if total > 2 * outside:
+                        return MainText(title, [], [], [])
+                    blocks, _ = walker.expand(items, spans, -1, -1)
+                    keep = [True] * len(blocks)
     if block_spans:
         first, end = _region(blocks, block_spans, keep, weigh_blocks)
         blocks, keep = blocks[first:end], keep[first:end]

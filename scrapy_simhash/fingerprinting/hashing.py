@@ -42,7 +42,8 @@ logger = logging.getLogger(__name__)
 #: holding much text first, and still locates the main-content region.
 #: 6: the main-content region holds at least two body blocks (a lone prose
 #: paragraph is never the region: it left out a release note's own items);
-#: the last fallback (every rule off) still leaves link lists out.
+#: the last fallback (every rule off) leaves link lists out, then reads only
+#: the text outside landmarks, and a page with too little of it gets none.
 FINGERPRINT_VERSION = 6
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
