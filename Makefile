@@ -19,7 +19,7 @@ PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py
 
 all: test
 
-$(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
+$(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx scrapy_simhash/fingerprinting/_tokens.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[test,bench,redis,plot,warc,docs,spark]"
@@ -27,7 +27,7 @@ $(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
 
 venv: $(VENV)/.stamp
 
-$(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx
+$(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx scrapy_simhash/fingerprinting/_tokens.pyx
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(QUIET_EDITABLE) $(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"

@@ -412,8 +412,8 @@ def cmd_salvage(args: argparse.Namespace, problems: Problems, progress: Progress
 def add_commands(commands: Commands) -> None:
     p = commands.add(
         "report", cmd_report, "what a crawl stored and dropped, from its state and/or drop log",
-        formats="input: a JOBDIR or its simhash.seen state file (pages stored: fingerprints "
-                "and URLs), and/or the drop log the crawl appends to with SIMHASH_LOG_FILE "
+        formats="input: a JOBDIR or its simhash.seen state file (pages stored: fingerprints, "
+                "sketches and URLs), and/or the drop log the crawl appends to with SIMHASH_LOG_FILE "
                 "(JSON lines, one near-duplicate a line). Without a drop log the number of "
                 "near-duplicates is unknown and said so. A drop log holding several crawls is "
                 "split into runs (by a 'run' field, else where a URL drops again): the figures "

@@ -311,7 +311,7 @@ def add_commands(commands: Commands) -> None:
         formats=f"input: A, B: an HTML file each; or a URL/source of a page in --pages "
                 f"({PAGES_HELP}); "
                 "or a URL stored in a crawl's state (--state JOBDIR): the state keeps "
-                "fingerprints and URLs only, so such a side shows its fingerprint, the "
+                "fingerprints, sketches and URLs only, so such a side shows its fingerprint, the "
                 "distance and the verdict, not its features.\n\noutput: for each page its "
                 "fingerprint, its features (spot signatures, the count compared with "
                 "min_features, plus title and heading words) and the share of its visible "

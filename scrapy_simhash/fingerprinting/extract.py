@@ -38,7 +38,10 @@ site's template is extracted the same way. When less than
 :data:`MIN_KEPT_CHARS` characters) survives, the class/id rules are ignored:
 first for the elements holding :data:`MIN_KEPT_SHARE` of the page's own text
 (a misnamed wrapper; captions, share bars and cookie notices stay out), then
-for all; if that is still too little, all visible text is used. Soft-dropped
+for all; if that is still too little, every rule is off but link lists stay
+out, then the text outside the landmarks is read whole, and a page with too
+little of it whose landmarks hold most of its text gets no main text (its
+own text cannot be told from its template's). Soft-dropped
 subtrees are only walked when the guard or a fallback needs them, which keeps
 the walk under a millisecond on typical pages.
 
@@ -130,9 +133,9 @@ MAX_ITEMS = 16_000
 MAX_TITLE_CHARS = 2000
 #: Kept share of the visible text below which class/id names are trusted
 #: less (first for the elements holding this share of the text outside the
-#: landmarks), and then all visible text is used.
+#: landmarks), and then every rule is off (the last fallback).
 MIN_KEPT_SHARE = 0.1
-#: Kept characters below which all visible text is used.
+#: Kept characters below which the fallbacks apply.
 MIN_KEPT_CHARS = 200
 #: A block whose link text exceeds this share of its text is dropped.
 MAX_LINK_DENSITY = 0.5
@@ -958,17 +961,17 @@ def extract(
             # from its template's: no main text, so no fingerprint, never a
             # drop. (A small page with no template is read whole.)
             block_spans = []
-            blocks, _ = walker.expand(items, spans, -1, -1)
+            everything, _ = walker.expand(items, spans, -1, -1)
+            blocks = everything
             keep, kept = _select(blocks)
             if kept < MIN_KEPT_CHARS:
                 blocks, _ = walker.expand(items, spans, float("inf"), -1)
-                keep = [True] * len(blocks)
                 outside = sum(len(b[0]) for b in blocks)
                 if outside < MIN_KEPT_CHARS:
                     if total > 2 * outside:
                         return MainText(title, [], [], [])
-                    blocks, _ = walker.expand(items, spans, -1, -1)
-                    keep = [True] * len(blocks)
+                    blocks = everything
+                keep = [True] * len(blocks)
     if block_spans:
         first, end = _region(blocks, block_spans, keep, weigh_blocks)
         blocks, keep = blocks[first:end], keep[first:end]
