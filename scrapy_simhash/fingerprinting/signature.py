@@ -1,43 +1,56 @@
 """What the index stores for a page, and the one decision that drops it.
 
-A page's :class:`Signature` is two views of its main content:
+A page's :class:`Signature` is two views of it:
 
-* ``fingerprint``: the 64-bit simhash the permuted tables are probed with
-  (spot signatures of the prose, content features of tables and code; dates
-  and counters left out), :mod:`scrapy_simhash.fingerprinting.hashing`;
-* ``sketch``: a one-permutation b-bit minhash (Li & König; Shrivastava & Li)
-  of the word :data:`SHINGLE`-shingles of *all* the main text -- title,
-  headings, prose, table cells, code, numbers included -- whose agreement
-  estimates the Jaccard resemblance of the two pages' shingle sets.
+* ``fingerprint``: the 64-bit simhash of its main text, which the permuted
+  tables are probed with (:mod:`scrapy_simhash.fingerprinting.hashing`): it
+  finds the *candidates*, pages within ``k`` bits;
+* ``sketch``: :data:`SKETCH_BINS` bytes of evidence about the page's **own
+  text**, every visible block of it less its site's template as the crawl
+  learned it (:mod:`scrapy_simhash.fingerprinting.template`), read whatever the
+  main-text extractor chose: a one-permutation b-bit minhash (Li & König;
+  Shrivastava & Li) of its word :data:`SHINGLE`-shingles (digits and code
+  included), exact hashes of its own words and of all its visible words, their
+  counts, and two flags.
 
-A stored page is a duplicate of a new one only when the fingerprints are
-within ``k`` bits (the candidate) *and* the sketches agree (the
-confirmation): Henzinger (SIGIR 2006) found that candidates from one method
-confirmed by another are far more precise on same-site pages than either
-alone. The confirmation is what lets ``k`` be wider than one 64-bit view
-would allow. :func:`is_duplicate` is the decision; every backend calls it or
-mirrors it exactly (the Redis script; a test compares them).
+A candidate is a duplicate only when the pages agree (:func:`confirms`):
+
+* **exactly**: the same own words, or the same visible words (template
+  included: a mirror's copy is found even when the template learned in
+  between changed what counts as own text), for any two pages; or
+* **by the sketch** (an estimated resemblance of at least ``CONFIRM / 64``),
+  only when both pages' templates were known when they were signed and each
+  has at least :data:`SMALL_OWN` words of its own, mostly not link text.
+  Below that, a 5-word-shingle sketch cannot tell two short pages apart that
+  differ in one word or number, and a page whose own text is mostly links (an
+  index, a member list, a navigation tree not yet learned as template) differs
+  from the next one in what its links say: such pages are dropped only as
+  exact copies.
+
+Why this is safe when extraction is wrong: the fingerprint may join pages
+whose main text is a shared footer, but the confirmation never reads the main
+text. A page is dropped only when its own text is (nearly) the kept page's,
+and every block left out of its own text is on other pages the crawl kept.
+Henzinger (SIGIR 2006) found candidates from one method confirmed by another
+far more precise on same-site pages than either alone. :func:`is_duplicate`
+is the decision; every backend and tool calls :func:`confirms` or
+:func:`confirms_many` (the same rule, vectorised).
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
 import xxhash
 from lxml import etree
 
+from scrapy_simhash.fingerprinting.extract import PageText
 from scrapy_simhash.fingerprinting import features as _features
-from scrapy_simhash.fingerprinting.extract import MainText
 from scrapy_simhash.fingerprinting.features import (
-    _main_text,
-    _title_words,
+    read_page,
     shingle_hashes,
     sketch_words,
-    title_words,
     word_hashes,
 )
 from scrapy_simhash.fingerprinting.hashing import (
@@ -46,24 +59,32 @@ from scrapy_simhash.fingerprinting.hashing import (
     fingerprint_of,
     hamming,
 )
+from scrapy_simhash.fingerprinting.template import SiteTemplate, block_hashes
 
 #: The candidate distance: fingerprints at most this many bits apart are
 #: compared by their sketches (``SIMHASH_MAX_DISTANCE``'s default).
 DEFAULT_MAX_DISTANCE = 6
 #: Words in a sketch shingle.
 SHINGLE = 5
-#: Bins of the sketch, one byte each.
+#: Bytes of a page's sketch, the evidence every store keeps beside its fingerprint.
 SKETCH_BINS = 64
-#: A candidate is confirmed when at least this many of every 64 bins that are
-#: filled on either side hold the same value: an estimated resemblance of
-#: the shingle sets of at least CONFIRM / 64.
+#: Minhash bins of the sketch (one byte each); then 48-bit exact hashes of the
+#: own words and of all visible words, 16 bits holding the visible word count,
+#: and 16 bits the own word count and the two flags.
+OWN_BINS = 48
+#: A sketch confirms when at least this many of every 64 bins filled on either
+#: side hold the same value: an estimated resemblance of CONFIRM / 64.
 CONFIRM = 48
-#: Seed of the sketch's token hashes (apart from the fingerprint's).
+#: Own words below which a page is dropped only as an exact copy.
+SMALL_OWN = 50
+#: Seed of the sketch's word hashes (apart from the fingerprint's).
 SKETCH_SEED = 0x5EED
 
-_WORDS = re.compile(r"\w+")
-_BIN_SHIFT = np.uint64(64 - 6)  # log2(SKETCH_BINS) leading bits choose the bin
-_BINS = np.arange(SKETCH_BINS, dtype=np.uint64)
+_WORDS_MASK = 0x3FFF  # own words, saturating
+_SKETCHABLE = 0x4000  # SMALL_OWN words or more, mostly not link text
+_KNOWN = 0x8000  # the site's template was known when the page was signed
+_EXACT_MASK = (1 << 48) - 1
+EMPTY_SKETCH = bytes(SKETCH_BINS)
 
 
 class Signature(NamedTuple):
@@ -75,40 +96,86 @@ class Signature(NamedTuple):
     sketch: bytes
 
 
-def sketch_tokens(main: MainText) -> list[str]:
-    """The words the sketch is made of: the title's own part, the headings,
-    the body blocks and preformatted blocks, in order, lower-cased, digits
-    kept (:func:`sketch` takes them as UTF-8 from
-    :func:`~scrapy_simhash.fingerprinting.features.sketch_words`, faster; this is
-    the reference)."""
-    text = "\n".join((" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code))
-    return _WORDS.findall(unicodedata.normalize("NFKC", text).lower())
+class Evidence(NamedTuple):
+    """A page's sketch, and its blocks' hashes (for learning its site's template)."""
+
+    sketch: bytes
+    block_hashes: np.ndarray
 
 
-def sketch(main: MainText) -> bytes:
-    """The sketch of a main text's word :data:`SHINGLE`-shingles
-    (:func:`sketch_of_hashes`) of the words of :func:`sketch_tokens`."""
-    parts = (" ".join(_title_words(main.title)), *main.headings, *main.blocks, *main.code)
+def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Evidence:
+    """The sketch of a page's own text: its visible blocks less the blocks
+    ``template`` knows (none when it is None or not known yet). An empty
+    sketch (:data:`EMPTY_SKETCH`, which confirms nothing) when the page has no
+    visible words or a budget cut its walk (its text is not all there)."""
+    folded = [" ".join(text.split()) for text, _ in page.blocks]
+    hashes = block_hashes(folded, folded=True)
+    if not page.complete:
+        return Evidence(EMPTY_SKETCH, hashes)
+    # words of each block (folded: one space between words)
+    sizes = [text.count(" ") + 1 if text else 0 for text in folded]
+    everything = sum(sizes)
+    if not everything:
+        return Evidence(EMPTY_SKETCH, hashes)
+    known = template is not None and template.known
+    own = range(len(folded))
+    if known:
+        own = [i for i, common in enumerate(template.template_mask(hashes).tolist()) if not common]
+    total = linked = 0
+    blocks = page.blocks
+    for i in own:
+        total += sizes[i]
+        if blocks[i][1] * 2 > len(blocks[i][0]):
+            linked += sizes[i]
+    parts = [folded[i] for i in own]
+    sketchable = known and total >= SMALL_OWN and 2 * linked < total
+    meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
+    return Evidence(
+        shingle_sketch(parts)[:OWN_BINS]
+        + _exact(parts).to_bytes(6, "little")
+        + _exact(folded).to_bytes(6, "little")
+        + min(everything, _WORDS_MASK).to_bytes(2, "little")
+        + meta.to_bytes(2, "little"),
+        hashes,
+    )
+
+
+def _exact(folded: list[str]) -> int:
+    """48 bits naming the words of blocks exactly (case aside)."""
+    words = " ".join(folded).lower().encode("utf-8", "surrogatepass")
+    return xxhash.xxh3_64_intdigest(words, SKETCH_SEED) & _EXACT_MASK
+
+
+def shingle_sketch(texts: list[str]) -> bytes:
+    """The 64-bin sketch (:func:`sketch_of_hashes`) of the word
+    :data:`SHINGLE`-shingles of ``texts`` (words as
+    :func:`~scrapy_simhash.fingerprinting.features.sketch_words` reads them),
+    by the compiled token loops when they were built."""
     compiled = _features._tokens
     if compiled is None:
-        words = sketch_words(parts)
+        words = sketch_words(texts)
         return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
-    # The same, compiled: on the Latin-1 text itself, else on its words.
     digest = xxhash.xxh3_64_intdigest
-    text = _features._separated("\n".join(parts)).lower()
-    table = _features._LATIN1_SKETCH_WORDS
-    found = compiled.latin1_sketch(text, table, SHINGLE, SKETCH_SEED, digest)
+    text = _features._separated("\n".join(texts)).lower()
+    found = compiled.latin1_sketch(
+        text, _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED, digest
+    )
     if found is None:
-        found = compiled.sketch(sketch_words(parts), SHINGLE, SKETCH_SEED, digest)
+        found = compiled.sketch(sketch_words(texts), SHINGLE, SKETCH_SEED, digest)
     return found
 
 
+_BIN_SHIFT = np.uint64(64 - 6)  # log2(64) leading bits choose the bin
+_BINS = np.arange(64, dtype=np.uint64)
+
+
 def sketch_of_hashes(hashes: np.ndarray) -> bytes:
-    """The b-bit one-permutation minhash of a set given as ``uint64`` hashes:
-    bin ``i`` holds a byte (1-255) of the least hash whose leading bits are
-    ``i``, or 0 when no hash falls in it."""
+    """The 64-bin b-bit one-permutation minhash of a set given as ``uint64``
+    hashes: bin ``i`` holds a byte (1-255) of the least hash whose leading
+    six bits are ``i``, or 0 when no hash falls in it. A page's sketch keeps
+    the first :data:`OWN_BINS` bins."""
     hashes = np.sort(np.asarray(hashes, dtype=np.uint64))
-    out = np.zeros(SKETCH_BINS, dtype=np.uint8)
+    out = np.zeros(64, dtype=np.uint8)
     if len(hashes):
         bins = hashes >> _BIN_SHIFT
         first = np.searchsorted(bins, _BINS)
@@ -119,40 +186,106 @@ def sketch_of_hashes(hashes: np.ndarray) -> bytes:
     return out.tobytes()
 
 
-def agreement(a: bytes, b: bytes) -> tuple[int, int]:
-    """``(matches, filled)``: bins holding the same non-zero byte in both
-    sketches, and bins non-zero in either."""
-    x = np.frombuffer(a, dtype=np.uint8)
-    y = np.frombuffer(b, dtype=np.uint8)
-    if len(x) != len(y):
-        raise ValueError(f"sketches of {len(x)} and {len(y)} bytes cannot be compared")
-    matches = int(np.count_nonzero((x == y) & (x != 0)))
-    filled = int(np.count_nonzero((x != 0) | (y != 0)))
-    return matches, filled
+class Agreement(NamedTuple):
+    """How two sketches compare, and the verdict (:func:`confirmation`)."""
+
+    #: Whether they confirm a candidate.
+    confirms: bool
+    #: ``"exact"`` (and why), ``"sketch"``, or why neither applies.
+    reason: str
+    #: Bins holding the same non-zero byte in both, and bins non-zero in either.
+    matches: int
+    filled: int
+    #: Own words of each page.
+    words: tuple[int, int]
 
 
-def resemblance(a: bytes, b: bytes) -> float:
-    """The estimated Jaccard resemblance of two pages' shingle sets (0 when
-    both sketches are empty)."""
-    matches, filled = agreement(a, b)
-    return matches / filled if filled else 0.0
+def _fields(sketches: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(bins, own key, page key, flags)`` of ``(n, SKETCH_BINS)`` sketches:
+    the keys of :func:`exact_keys` (0 where there are no words)."""
+    tail = np.ascontiguousarray(sketches[:, OWN_BINS:]).view("<u8")  # 2 words a row
+    own_hash = tail[:, 0] & np.uint64(_EXACT_MASK)
+    page_hash = (tail[:, 0] >> np.uint64(48)) | ((tail[:, 1] & np.uint64(0xFFFFFFFF)) << np.uint64(16))
+    page_words = (tail[:, 1] >> np.uint64(32)) & np.uint64(_WORDS_MASK)
+    meta = tail[:, 1] >> np.uint64(48)
+    own_words = meta & np.uint64(_WORDS_MASK)
+    own_key = np.where(own_words > 0, own_hash | (own_words << np.uint64(48)), np.uint64(0))
+    page_key = np.where(
+        page_words > 0,
+        page_hash | (page_words << np.uint64(48)) | np.uint64(1 << 63),
+        np.uint64(0),
+    )
+    return sketches[:, :OWN_BINS], own_key, page_key, meta
 
 
-def confirms(a: bytes, b: bytes) -> bool:
-    """Whether two sketches confirm a candidate: ``matches * 64 >= CONFIRM *
-    filled`` (integers, so that the Redis script decides exactly the same)."""
-    matches, filled = agreement(a, b)
-    return filled > 0 and matches * 64 >= CONFIRM * filled
+def exact_keys(sketches: np.ndarray) -> np.ndarray:
+    """``(n, 2)`` ``uint64``: per sketch, a key naming its own words exactly
+    and one naming all its visible words (the top bit set); 0 where a page has
+    no such words. Equal keys, the same words: stores index them to find exact
+    copies in O(1)."""
+    rows = np.asarray(sketches, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    _, own, page, _ = _fields(rows)
+    return np.stack([own, page], axis=1)
 
 
 def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`confirms` for many pairs at once: ``a`` and ``b`` are ``(n,
-    SKETCH_BINS)`` ``uint8`` arrays of sketches; the same integer rule."""
-    a = np.asarray(a, dtype=np.uint8)
-    b = np.asarray(b, dtype=np.uint8)
-    matches = np.count_nonzero((a == b) & (a != 0), axis=1)
-    filled = np.count_nonzero((a != 0) | (b != 0), axis=1)
-    return (filled > 0) & (matches * 64 >= CONFIRM * filled)
+    SKETCH_BINS)`` ``uint8`` arrays of sketches."""
+    a = np.asarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    b = np.asarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    bins_a, own_a, page_a, meta_a = _fields(a)
+    bins_b, own_b, page_b, meta_b = _fields(b)
+    exact = ((own_a == own_b) & (own_a != 0)) | ((page_a == page_b) & (page_a != 0))
+    flags = np.uint64(_SKETCHABLE | _KNOWN)
+    both = ((meta_a & flags) == flags) & ((meta_b & flags) == flags)
+    matches = np.count_nonzero((bins_a == bins_b) & (bins_a != 0), axis=1)
+    filled = np.count_nonzero((bins_a != 0) | (bins_b != 0), axis=1)
+    sketched = both & (own_a != 0) & (own_b != 0) & (filled > 0) & (matches * 64 >= CONFIRM * filled)
+    return exact | sketched
+
+
+def confirmation(a: bytes, b: bytes) -> Agreement:
+    """The verdict of :func:`confirms` on two sketches, with what it rests on."""
+    if len(a) != SKETCH_BINS or len(b) != SKETCH_BINS:
+        raise ValueError(f"sketches have {SKETCH_BINS} bytes, not {len(a)} and {len(b)}")
+    x = np.frombuffer(a, dtype=np.uint8).reshape(1, -1)
+    y = np.frombuffer(b, dtype=np.uint8).reshape(1, -1)
+    bins_a, own_a, page_a, meta_a = (int(v[0]) if v.ndim == 1 else v[0] for v in _fields(x))
+    bins_b, own_b, page_b, meta_b = (int(v[0]) if v.ndim == 1 else v[0] for v in _fields(y))
+    matches = int(np.count_nonzero((bins_a == bins_b) & (bins_a != 0)))
+    filled = int(np.count_nonzero((bins_a != 0) | (bins_b != 0)))
+    words = (meta_a & _WORDS_MASK, meta_b & _WORDS_MASK)
+    verdict = bool(confirms_many(x, y)[0])
+    if own_a and own_a == own_b:
+        reason = "exact"
+    elif page_a and page_a == page_b:
+        reason = "exact: the same visible text"
+    elif not all(words):
+        reason = "a page has no own text (or its walk was cut): only an exact copy is dropped"
+    elif not (meta_a & _KNOWN and meta_b & _KNOWN):
+        reason = "a site's template was not known yet: only an exact copy is dropped"
+    elif not (meta_a & _SKETCHABLE and meta_b & _SKETCHABLE):
+        reason = (
+            f"fewer than {SMALL_OWN} own words, or mostly link text: only an exact copy "
+            "is dropped"
+        )
+    else:
+        reason = "sketch" if verdict else "sketch: too few bins agree"
+    return Agreement(verdict, reason, matches, filled, words)
+
+
+def confirms(a: bytes, b: bytes) -> bool:
+    """Whether two pages' sketches confirm a candidate: their own texts are
+    the same words, or (both templates known, both with :data:`SMALL_OWN` own
+    words mostly not links) at least ``CONFIRM`` of every 64 filled bins agree."""
+    return confirmation(a, b).confirms
+
+
+def resemblance(a: bytes, b: bytes) -> float:
+    """The estimated Jaccard resemblance of two pages' own shingle sets (0
+    when both sketches are empty)."""
+    found = confirmation(a, b)
+    return found.matches / found.filled if found.filled else 0.0
 
 
 def is_duplicate(a: Signature, b: Signature, *, k: int | None = None) -> bool:
@@ -163,44 +296,79 @@ def is_duplicate(a: Signature, b: Signature, *, k: int | None = None) -> bool:
     return hamming(a.fingerprint, b.fingerprint) <= limit and confirms(a.sketch, b.sketch)
 
 
-def signature_of(
-    main: MainText,
-    tokens: Mapping[str, list[str]] | None = None,
+class Analysis(NamedTuple):
+    """What one read of a page gives: its signature (None without a
+    fingerprint), the fingerprint's details, and the page's evidence (its
+    sketch and block hashes, for learning its site's template)."""
+
+    signature: Signature | None
+    details: FingerprintResult
+    evidence: Evidence
+
+
+def analyse(
+    page: str | bytes | etree._Element,
     *,
+    template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
-) -> Signature | None:
-    """The signature of a page's main text (``tokens``: block texts already
-    tokenized), or None when it gets no fingerprint."""
-    fp = fingerprint_of(main, tokens, min_features=min_features, seed=seed).fingerprint
-    return None if fp is None else Signature(fp, sketch(main))
+    encoding: str | None = None,
+) -> Analysis:
+    """Read a page once: main text -> fingerprint; every block -> own text
+    (less ``template``) -> sketch. Never raises on page content."""
+    page_text, tokens = read_page(page, encoding)
+    return sign(page_text, tokens, template=template, min_features=min_features, seed=seed)
+
+
+def sign(
+    page: PageText,
+    tokens: dict[str, list[str]] | None = None,
+    *,
+    template: SiteTemplate | None = None,
+    min_features: int = DEFAULT_MIN_FEATURES,
+    seed: int = 0,
+) -> Analysis:
+    """:func:`analyse` of a page already read (``tokens``: its blocks'
+    tokens, when known). The fingerprint reads ``page.main``, the sketch
+    ``page.blocks`` only: what the extractor chose as main text cannot make
+    two pages' own texts agree."""
+    details = fingerprint_of(page.main, tokens, min_features=min_features, seed=seed)
+    evidence = own_evidence(page, template)
+    if details.fingerprint is None:
+        return Analysis(None, details, evidence)
+    return Analysis(Signature(details.fingerprint, evidence.sketch), details, evidence)
 
 
 def signature_details(
     page: str | bytes | etree._Element,
     *,
+    template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
     encoding: str | None = None,
 ) -> tuple[Signature | None, FingerprintResult]:
     """:func:`signature`, with the fingerprint's details (feature count, the
     reason when there is none). Never raises on page content."""
-    main, tokens = _main_text(page, encoding)
-    result = fingerprint_of(main, tokens, min_features=min_features, seed=seed)
-    if result.fingerprint is None:
-        return None, result
-    return Signature(result.fingerprint, sketch(main)), result
+    found = analyse(
+        page, template=template, min_features=min_features, seed=seed, encoding=encoding
+    )
+    return found.signature, found.details
 
 
 def signature(
     page: str | bytes | etree._Element,
     *,
+    template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
     encoding: str | None = None,
 ) -> Signature | None:
     """What the index stores for a page (HTML ``str``/``bytes`` or an lxml
     element, as :func:`~scrapy_simhash.fingerprint` takes), or None when the
-    page gets no fingerprint. ``signature(page).fingerprint ==
-    fingerprint(page)``. Never raises on page content."""
-    return signature_of(*_main_text(page, encoding), min_features=min_features, seed=seed)
+    page gets no fingerprint. ``template``: the page's site template as a
+    crawl learned it (without one, the sketch confirms exact copies only).
+    ``signature(page).fingerprint == fingerprint(page)``. Never raises on page
+    content."""
+    return analyse(
+        page, template=template, min_features=min_features, seed=seed, encoding=encoding
+    ).signature
