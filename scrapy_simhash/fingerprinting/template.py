@@ -36,7 +36,7 @@ from scrapy_simhash.fingerprinting.features import token_hashes
 #: A block on at least this many *other* kept pages of a host is its template.
 TEMPLATE_PAGES = 2
 #: A host's template is known once this many of its pages were learned.
-KNOWN_PAGES = 3
+KNOWN_PAGES = 2
 #: Template blocks per host at most, and blocks seen once remembered (about
 #: 100 bytes each).
 MAX_BLOCKS = 20_000
