@@ -112,13 +112,12 @@ def sketch_check(a: Side, b: Side) -> Check:
     found = confirmation(sa, sb)
     share = found.matches / found.filled if found.filled else 0.0
     words = f"{found.words[0]} and {found.words[1]} own words"
-    if found.reason == "exact":
-        text = f"the same own text ({words}): an exact copy"
-    elif found.reason.startswith("sketch"):
-        text = (f"{found.matches} of {found.filled} filled bins agree (estimated resemblance "
-                f"{share:.2f}; {words}); confirms at {CONFIRM} of every 64 filled bins")
+    if found.reason.startswith("exact"):
+        text = f"{found.reason} ({words}): an exact copy"
     else:
-        text = f"{found.reason} ({words}; {found.matches} of {found.filled} filled bins agree)"
+        text = (f"{found.reason}: {found.matches} of {found.filled} filled bins of the own "
+                f"texts agree (estimated resemblance {share:.2f}; {words}; the own text "
+                f"confirms at {CONFIRM} of every 64)")
     return Check("sketch", f"{found.filled} bins", f"{found.filled} bins",
                  found.filled - found.matches, CONFIRM, found.confirms, text)
 

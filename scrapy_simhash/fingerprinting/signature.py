@@ -5,36 +5,46 @@ A page's :class:`Signature` is two views of it:
 * ``fingerprint``: the 64-bit simhash of its main text, which the permuted
   tables are probed with (:mod:`scrapy_simhash.fingerprinting.hashing`): it
   finds the *candidates*, pages within ``k`` bits;
-* ``sketch``: :data:`SKETCH_BINS` bytes of evidence about the page's **own
-  text**, every visible block of it less its site's template as the crawl
-  learned it (:mod:`scrapy_simhash.fingerprinting.template`), read whatever the
-  main-text extractor chose: a one-permutation b-bit minhash (Li & König;
-  Shrivastava & Li) of its word :data:`SHINGLE`-shingles (digits and code
-  included), exact hashes of its own words and of all its visible words, their
-  counts, and two flags.
+* ``sketch``: :data:`SKETCH_BINS` bytes of evidence (:data:`LAYOUT`), most of
+  it about the page's **own text**: every visible block of it less its site's
+  template as the crawl learned it (:mod:`scrapy_simhash.fingerprinting.template`),
+  read whatever the main-text extractor chose. One-permutation b-bit minhashes
+  (Li & König; Shrivastava & Li) of word :data:`SHINGLE`-shingles (digits and
+  code included) of the own text and of the main text, exact hashes of the
+  own words and of all visible words, word counts and three flags.
 
-A candidate is a duplicate only when the pages agree (:func:`confirms`):
+A candidate is a duplicate only when the pages agree (:func:`confirms`), in
+one of three ways:
 
-* **exactly**: the same own words, or the same visible words (template
-  included: a mirror's copy is found even when the template learned in
-  between changed what counts as own text), for any two pages; or
-* **by the sketch** (an estimated resemblance of at least ``CONFIRM / 64``),
-  only when both pages' templates were known when they were signed and each
-  has at least :data:`SMALL_OWN` words of its own, mostly not link text.
-  Below that, a 5-word-shingle sketch cannot tell two short pages apart that
-  differ in one word or number, and a page whose own text is mostly links (an
-  index, a member list, a navigation tree not yet learned as template) differs
-  from the next one in what its links say: such pages are dropped only as
-  exact copies.
+1. **exactly**: the same own words, or the same visible words (template
+   included: a mirror's copy is found even when the template learned in
+   between changed what counts as own text); for any two pages;
+2. **by the own text's sketch**: at least ``CONFIRM`` of every 64 filled
+   bins agree, when both pages were signed with their site's template known
+   and have at least :data:`SMALL_OWN` words of their own, mostly not link
+   text. Below that, a 5-word-shingle sketch cannot tell two short pages apart
+   that differ in one word or number, and a page whose own text is mostly
+   links (an index, a member list, a navigation tree not yet learned as
+   template) differs from the next one in what its links say: such pages are
+   dropped only as exact copies;
+3. **by the main text's sketch**, as a near copy whose own text is diluted by
+   what its template does not repeat (a rotating sidebar, a partner's
+   chrome): the main-text sketches agree as in 2, the own-text sketches at
+   least ``GUARD`` of every 64 filled bins, both pages as in 2, and on both
+   the main text is *trusted*: mostly the page's own text, not blocks that
+   other pages repeat (a footer, a shared paragraph) -- at least
+   :data:`SMALL_OWN` of its words are on no other kept page, and they are at
+   least half of such words of the page, links aside.
 
-Why this is safe when extraction is wrong: the fingerprint may join pages
-whose main text is a shared footer, but the confirmation never reads the main
-text. A page is dropped only when its own text is (nearly) the kept page's,
-and every block left out of its own text is on other pages the crawl kept.
-Henzinger (SIGIR 2006) found candidates from one method confirmed by another
-far more precise on same-site pages than either alone. :func:`is_duplicate`
-is the decision; every backend and tool calls :func:`confirms` or
-:func:`confirms_many` (the same rule, vectorised).
+Why this is safe when extraction is wrong: a wrong main text (a site-wide
+footer, a navigation list, a shared paragraph) is made of blocks other pages
+repeat, so it is never trusted, and the decision reads only the own text,
+which does not depend on the extractor. A page is dropped only when its own
+text is (nearly) the kept page's, and every block left out of its own text is
+on pages the crawl kept. Henzinger (SIGIR 2006) found candidates from one
+method confirmed by another far more precise on same-site pages than either
+alone. :func:`is_duplicate` is the decision; every backend and tool calls
+:func:`confirms` or :func:`confirms_many` (the same rule, vectorised).
 """
 
 from __future__ import annotations
@@ -45,12 +55,13 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting.extract import PageText
 from scrapy_simhash.fingerprinting import features as _features
+from scrapy_simhash.fingerprinting.extract import PageText
 from scrapy_simhash.fingerprinting.features import (
     read_page,
     shingle_hashes,
     sketch_words,
+    title_words,
     word_hashes,
 )
 from scrapy_simhash.fingerprinting.hashing import (
@@ -67,22 +78,32 @@ DEFAULT_MAX_DISTANCE = 6
 #: Words in a sketch shingle.
 SHINGLE = 5
 #: Bytes of a page's sketch, the evidence every store keeps beside its fingerprint.
-SKETCH_BINS = 64
-#: Minhash bins of the sketch (one byte each); then 48-bit exact hashes of the
-#: own words and of all visible words, 16 bits holding the visible word count,
-#: and 16 bits the own word count and the two flags.
+SKETCH_BINS = 96
+#: The sketch's bytes: ``(name, first, end)``.
+LAYOUT = (
+    ("own text minhash, 48 bins", 0, 48),
+    ("own words: 48-bit exact hash", 48, 54),
+    ("visible words: 48-bit exact hash", 54, 60),
+    ("visible word count (14 bits) | trusted main text << 14", 60, 62),
+    ("own word count (14 bits) | sketchable << 14 | template known << 15", 62, 64),
+    ("main text minhash, 32 bins", 64, 96),
+)
 OWN_BINS = 48
+MAIN_BINS = 32
 #: A sketch confirms when at least this many of every 64 bins filled on either
 #: side hold the same value: an estimated resemblance of CONFIRM / 64.
 CONFIRM = 48
+#: The own texts' agreement a trusted main text needs beside its own (path 3).
+GUARD = 20
 #: Own words below which a page is dropped only as an exact copy.
 SMALL_OWN = 50
 #: Seed of the sketch's word hashes (apart from the fingerprint's).
 SKETCH_SEED = 0x5EED
 
-_WORDS_MASK = 0x3FFF  # own words, saturating
-_SKETCHABLE = 0x4000  # SMALL_OWN words or more, mostly not link text
+_WORDS_MASK = 0x3FFF  # word counts, saturating
+_SKETCHABLE = 0x4000  # SMALL_OWN own words or more, mostly not link text
 _KNOWN = 0x8000  # the site's template was known when the page was signed
+_TRUSTED = 0x4000  # (in the visible-words field) the main text is mostly own text
 _EXACT_MASK = (1 << 48) - 1
 EMPTY_SKETCH = bytes(SKETCH_BINS)
 
@@ -104,23 +125,25 @@ class Evidence(NamedTuple):
 
 
 def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Evidence:
-    """The sketch of a page's own text: its visible blocks less the blocks
-    ``template`` knows (none when it is None or not known yet). An empty
-    sketch (:data:`EMPTY_SKETCH`, which confirms nothing) when the page has no
-    visible words or a budget cut its walk (its text is not all there)."""
+    """The sketch of a page (:data:`LAYOUT`): its own text is its visible
+    blocks less the blocks ``template`` knows (none when it is None or not
+    known yet). An empty sketch (:data:`EMPTY_SKETCH`, which confirms nothing)
+    when the page has no visible words or a budget cut its walk (its text is
+    not all there)."""
     folded = [" ".join(text.split()) for text, _ in page.blocks]
     hashes = block_hashes(folded, folded=True)
     if not page.complete:
         return Evidence(EMPTY_SKETCH, hashes)
-    # words of each block (folded: one space between words)
-    sizes = [text.count(" ") + 1 if text else 0 for text in folded]
+    sizes = [text.count(" ") + 1 if text else 0 for text in folded]  # words
     everything = sum(sizes)
     if not everything:
         return Evidence(EMPTY_SKETCH, hashes)
     known = template is not None and template.known
     own = range(len(folded))
+    trusted = False
     if known:
         own = [i for i, common in enumerate(template.template_mask(hashes).tolist()) if not common]
+        trusted = _trusted(page, folded, sizes, template.recurring_mask(hashes).tolist())
     total = linked = 0
     blocks = page.blocks
     for i in own:
@@ -130,14 +153,34 @@ def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Eviden
     parts = [folded[i] for i in own]
     sketchable = known and total >= SMALL_OWN and 2 * linked < total
     meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
+    main = page.main
+    main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
     return Evidence(
         shingle_sketch(parts)[:OWN_BINS]
         + _exact(parts).to_bytes(6, "little")
         + _exact(folded).to_bytes(6, "little")
-        + min(everything, _WORDS_MASK).to_bytes(2, "little")
-        + meta.to_bytes(2, "little"),
+        + (min(everything, _WORDS_MASK) | _TRUSTED * trusted).to_bytes(2, "little")
+        + meta.to_bytes(2, "little")
+        + shingle_sketch(main_parts)[:MAIN_BINS],
         hashes,
     )
+
+
+def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: list[bool]) -> bool:
+    """Whether the main text is mostly the page's own text: at least
+    :data:`SMALL_OWN` of its words are in blocks no other kept page holds, and
+    those are at least half of the page's such words (link lists aside)."""
+    main = page.main
+    in_main = {" ".join(text.split()) for text in (*main.headings, *main.blocks, *main.code)}
+    main_words = page_words = 0
+    for text, (raw, link), size, common in zip(folded, page.blocks, sizes, recurring):
+        if common:
+            continue
+        if text in in_main:
+            main_words += size
+        if link * 2 <= len(raw):
+            page_words += size
+    return main_words >= SMALL_OWN and 2 * main_words >= page_words
 
 
 def _exact(folded: list[str]) -> int:
@@ -191,9 +234,10 @@ class Agreement(NamedTuple):
 
     #: Whether they confirm a candidate.
     confirms: bool
-    #: ``"exact"`` (and why), ``"sketch"``, or why neither applies.
+    #: Which path confirmed (``"exact: ..."``, ``"own text"``, ``"main text ..."``),
+    #: or why none did.
     reason: str
-    #: Bins holding the same non-zero byte in both, and bins non-zero in either.
+    #: Own-text bins holding the same non-zero byte in both, and bins non-zero in either.
     matches: int
     filled: int
     #: Own words of each page.
@@ -201,12 +245,14 @@ class Agreement(NamedTuple):
 
 
 def _fields(sketches: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(bins, own key, page key, flags)`` of ``(n, SKETCH_BINS)`` sketches:
-    the keys of :func:`exact_keys` (0 where there are no words)."""
-    tail = np.ascontiguousarray(sketches[:, OWN_BINS:]).view("<u8")  # 2 words a row
+    """``(own bins, main bins, own key, page key, own meta, trusted)`` of
+    ``(n, SKETCH_BINS)`` sketches: the keys of :func:`exact_keys` (0 where
+    there are no words)."""
+    tail = np.ascontiguousarray(sketches[:, OWN_BINS:64]).view("<u8")  # 2 words a row
     own_hash = tail[:, 0] & np.uint64(_EXACT_MASK)
     page_hash = (tail[:, 0] >> np.uint64(48)) | ((tail[:, 1] & np.uint64(0xFFFFFFFF)) << np.uint64(16))
-    page_words = (tail[:, 1] >> np.uint64(32)) & np.uint64(_WORDS_MASK)
+    page_field = (tail[:, 1] >> np.uint64(32)) & np.uint64(0xFFFF)
+    page_words = page_field & np.uint64(_WORDS_MASK)
     meta = tail[:, 1] >> np.uint64(48)
     own_words = meta & np.uint64(_WORDS_MASK)
     own_key = np.where(own_words > 0, own_hash | (own_words << np.uint64(48)), np.uint64(0))
@@ -215,7 +261,8 @@ def _fields(sketches: np.ndarray) -> tuple[np.ndarray, ...]:
         page_hash | (page_words << np.uint64(48)) | np.uint64(1 << 63),
         np.uint64(0),
     )
-    return sketches[:, :OWN_BINS], own_key, page_key, meta
+    trusted = (page_field & np.uint64(_TRUSTED)) != 0
+    return sketches[:, :OWN_BINS], sketches[:, 64:], own_key, page_key, meta, trusted
 
 
 def exact_keys(sketches: np.ndarray) -> np.ndarray:
@@ -224,8 +271,16 @@ def exact_keys(sketches: np.ndarray) -> np.ndarray:
     no such words. Equal keys, the same words: stores index them to find exact
     copies in O(1)."""
     rows = np.asarray(sketches, dtype=np.uint8).reshape(-1, SKETCH_BINS)
-    _, own, page, _ = _fields(rows)
+    _, _, own, page, _, _ = _fields(rows)
     return np.stack([own, page], axis=1)
+
+
+def _agree(a: np.ndarray, b: np.ndarray, share: int) -> tuple[np.ndarray, ...]:
+    """Per row: whether at least ``share`` of every 64 filled bins agree, and
+    the agreeing and filled bins."""
+    matches = np.count_nonzero((a == b) & (a != 0), axis=1)
+    filled = np.count_nonzero((a != 0) | (b != 0), axis=1)
+    return (filled > 0) & (matches * 64 >= share * filled), matches, filled
 
 
 def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -233,15 +288,15 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     SKETCH_BINS)`` ``uint8`` arrays of sketches."""
     a = np.asarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
     b = np.asarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
-    bins_a, own_a, page_a, meta_a = _fields(a)
-    bins_b, own_b, page_b, meta_b = _fields(b)
-    exact = ((own_a == own_b) & (own_a != 0)) | ((page_a == page_b) & (page_a != 0))
+    own_a, main_a, key_a, page_a, meta_a, trusted_a = _fields(a)
+    own_b, main_b, key_b, page_b, meta_b, trusted_b = _fields(b)
+    exact = ((key_a == key_b) & (key_a != 0)) | ((page_a == page_b) & (page_a != 0))
     flags = np.uint64(_SKETCHABLE | _KNOWN)
     both = ((meta_a & flags) == flags) & ((meta_b & flags) == flags)
-    matches = np.count_nonzero((bins_a == bins_b) & (bins_a != 0), axis=1)
-    filled = np.count_nonzero((bins_a != 0) | (bins_b != 0), axis=1)
-    sketched = both & (own_a != 0) & (own_b != 0) & (filled > 0) & (matches * 64 >= CONFIRM * filled)
-    return exact | sketched
+    own_agrees = _agree(own_a, own_b, CONFIRM)[0]
+    guarded = _agree(own_a, own_b, GUARD)[0] & trusted_a & trusted_b
+    main_agrees = _agree(main_a, main_b, CONFIRM)[0]
+    return exact | (both & (own_agrees | (guarded & main_agrees)))
 
 
 def confirmation(a: bytes, b: bytes) -> Agreement:
@@ -250,18 +305,19 @@ def confirmation(a: bytes, b: bytes) -> Agreement:
         raise ValueError(f"sketches have {SKETCH_BINS} bytes, not {len(a)} and {len(b)}")
     x = np.frombuffer(a, dtype=np.uint8).reshape(1, -1)
     y = np.frombuffer(b, dtype=np.uint8).reshape(1, -1)
-    bins_a, own_a, page_a, meta_a = (int(v[0]) if v.ndim == 1 else v[0] for v in _fields(x))
-    bins_b, own_b, page_b, meta_b = (int(v[0]) if v.ndim == 1 else v[0] for v in _fields(y))
-    matches = int(np.count_nonzero((bins_a == bins_b) & (bins_a != 0)))
-    filled = int(np.count_nonzero((bins_a != 0) | (bins_b != 0)))
+    own_a, main_a, key_a, page_a, meta_a, trusted_a = (v[0] for v in _fields(x))
+    own_b, main_b, key_b, page_b, meta_b, trusted_b = (v[0] for v in _fields(y))
+    _, matches, filled = _agree(own_a[None], own_b[None], CONFIRM)
+    matches, filled = int(matches[0]), int(filled[0])
+    meta_a, meta_b = int(meta_a), int(meta_b)
     words = (meta_a & _WORDS_MASK, meta_b & _WORDS_MASK)
     verdict = bool(confirms_many(x, y)[0])
-    if own_a and own_a == own_b:
-        reason = "exact"
+    if key_a and key_a == key_b:
+        reason = "exact: the same own text"
     elif page_a and page_a == page_b:
         reason = "exact: the same visible text"
     elif not all(words):
-        reason = "a page has no own text (or its walk was cut): only an exact copy is dropped"
+        reason = "a page has no text (or its walk was cut): only an exact copy is dropped"
     elif not (meta_a & _KNOWN and meta_b & _KNOWN):
         reason = "a site's template was not known yet: only an exact copy is dropped"
     elif not (meta_a & _SKETCHABLE and meta_b & _SKETCHABLE):
@@ -269,8 +325,14 @@ def confirmation(a: bytes, b: bytes) -> Agreement:
             f"fewer than {SMALL_OWN} own words, or mostly link text: only an exact copy "
             "is dropped"
         )
+    elif matches * 64 >= CONFIRM * filled:
+        reason = "own text"
+    elif verdict:
+        reason = "main text (trusted on both pages), own texts guarding"
+    elif not (trusted_a and trusted_b):
+        reason = "own texts differ, and a main text is not trusted (mostly repeated blocks)"
     else:
-        reason = "sketch" if verdict else "sketch: too few bins agree"
+        reason = "own texts differ"
     return Agreement(verdict, reason, matches, filled, words)
 
 
@@ -282,10 +344,15 @@ def confirms(a: bytes, b: bytes) -> bool:
 
 
 def resemblance(a: bytes, b: bytes) -> float:
-    """The estimated Jaccard resemblance of two pages' own shingle sets (0
-    when both sketches are empty)."""
-    found = confirmation(a, b)
-    return found.matches / found.filled if found.filled else 0.0
+    """The Jaccard resemblance two minhashes of equal length
+    (:func:`sketch_of_hashes`) estimate: bins holding the same non-zero byte
+    over bins non-zero in either (0 when both are empty)."""
+    if len(a) != len(b):
+        raise ValueError(f"minhashes of {len(a)} and {len(b)} bytes cannot be compared")
+    x = np.frombuffer(a, dtype=np.uint8)[None]
+    y = np.frombuffer(b, dtype=np.uint8)[None]
+    _, matches, filled = _agree(x, y, CONFIRM)
+    return int(matches[0]) / int(filled[0]) if filled[0] else 0.0
 
 
 def is_duplicate(a: Signature, b: Signature, *, k: int | None = None) -> bool:

@@ -17,15 +17,17 @@ learned; before that a page's own text is all of it, and
 Only pages the crawl kept are learned (:meth:`SiteTemplate.learn`), so copies
 of a page never make its own text look like template.
 
-Memory is bounded: per host, :data:`MAX_BLOCKS` template blocks (past them
-no new one is learned, so fewer blocks count as template: fewer drops, never a
-wrong one) and a window of the last :data:`MAX_BLOCKS` blocks seen once; and
+Memory is bounded: per host, counts of :data:`MAX_BLOCKS` blocks seen on two
+pages or more (past them no new one is counted, so fewer blocks count as
+template: fewer drops, never a wrong one) and a window of the last
+:data:`MAX_BLOCKS` blocks seen once; and
 :data:`MAX_HOSTS` hosts (the least recently used is forgotten, and starts
 again unknown).
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
@@ -33,8 +35,11 @@ import numpy as np
 
 from scrapy_simhash.fingerprinting.features import token_hashes
 
-#: A block on at least this many *other* kept pages of a host is its template.
+#: A block is template when it is on at least this many kept pages of its
+#: host, and on :data:`TEMPLATE_SHARE` of them: what most of a site's pages
+#: repeat (menus, footers, legal notices), not a paragraph a few pages quote.
 TEMPLATE_PAGES = 2
+TEMPLATE_SHARE = 0.2
 #: A host's template is known once this many of its pages were learned.
 KNOWN_PAGES = 2
 #: Template blocks per host at most, and blocks seen once remembered (about
@@ -56,55 +61,72 @@ def block_hashes(texts: Sequence[str], *, folded: bool = False) -> np.ndarray:
 
 
 class SiteTemplate:
-    """The blocks one host's kept pages repeat, in bounded memory: the blocks
-    seen on :data:`TEMPLATE_PAGES` kept pages (at most :data:`MAX_BLOCKS`),
-    and the last :data:`MAX_BLOCKS` blocks seen on fewer (the oldest forgotten
-    first, so a block must recur within that window to become template)."""
+    """The blocks one host's kept pages repeat, in bounded memory: how many
+    learned pages hold each block seen on two or more (at most
+    :data:`MAX_BLOCKS` of them), and the last :data:`MAX_BLOCKS` blocks seen
+    on one (the oldest forgotten first, so a block must recur within that
+    window to be counted)."""
 
-    __slots__ = ("pages", "needed", "_seen", "_template")
+    __slots__ = ("pages", "needed", "_once", "_counts")
 
     def __init__(self, needed: int = TEMPLATE_PAGES) -> None:
         #: Pages learned.
         self.pages = 0
-        #: Learned pages a block is on before it counts as template.
+        #: Learned pages a block is on, at the least, before it counts as template.
         self.needed = needed
-        self._seen: dict[int, int] = {}  # block -> pages, below TEMPLATE_PAGES
-        self._template: set[int] = set()
+        self._once: dict[int, None] = {}
+        self._counts: dict[int, int] = {}
 
     @property
     def known(self) -> bool:
         """Whether enough pages were learned for the template to mean anything."""
         return self.pages >= KNOWN_PAGES
 
+    def threshold(self) -> int:
+        """Learned pages a block must be on to be template: :attr:`needed`,
+        and :data:`TEMPLATE_SHARE` of the pages learned."""
+        return max(self.needed, math.ceil(TEMPLATE_SHARE * self.pages))
+
     def template_mask(self, hashes: np.ndarray) -> np.ndarray:
-        """``bool`` per block: True where the block is template (on at least
-        :data:`TEMPLATE_PAGES` kept pages of the host)."""
-        template = self._template
-        if not template or not len(hashes):
+        """``bool`` per block: True where the block is template."""
+        return self._mask(hashes, self.threshold())
+
+    def recurring_mask(self, hashes: np.ndarray) -> np.ndarray:
+        """``bool`` per block: True where the block is on :attr:`needed`
+        learned pages or more, template or not (a paragraph other pages quote
+        too): what a page's main text must not be mostly made of for the
+        main text to be trusted (:mod:`~scrapy_simhash.fingerprinting.signature`)."""
+        return self._mask(hashes, self.needed)
+
+    def _mask(self, hashes: np.ndarray, least: int) -> np.ndarray:
+        counts = self._counts
+        if not counts or not len(hashes):
             return np.zeros(len(hashes), dtype=bool)
+        get = counts.get
         return np.fromiter(
-            map(template.__contains__, hashes.tolist()), dtype=bool, count=len(hashes)
+            (get(h, 0) >= least for h in hashes.tolist()), dtype=bool, count=len(hashes)
         )
 
     def learn(self, hashes: np.ndarray) -> None:
         """Count a kept page's blocks (each distinct block once)."""
         self.pages += 1
-        seen, template = self._seen, self._template
+        once, counts = self._once, self._counts
         for h in set(hashes.tolist()):
-            if h in template:
-                continue
-            count = seen.pop(h, 0) + 1
-            if count >= self.needed:
-                if len(template) < MAX_BLOCKS:
-                    template.add(h)
-                continue
-            seen[h] = count
-            if len(seen) > MAX_BLOCKS:
-                del seen[next(iter(seen))]  # the oldest
+            seen = counts.get(h)
+            if seen is not None:
+                counts[h] = seen + 1
+            elif h in once:
+                del once[h]
+                if len(counts) < MAX_BLOCKS:
+                    counts[h] = 2
+            else:
+                once[h] = None
+                if len(once) > MAX_BLOCKS:
+                    del once[next(iter(once))]  # the oldest
 
     def __len__(self) -> int:
-        """Blocks known as template."""
-        return len(self._template)
+        """Blocks counted on two pages or more."""
+        return len(self._counts)
 
 
 class SiteTemplates:
