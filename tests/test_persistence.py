@@ -134,7 +134,7 @@ def test_state_of_another_sketch_size_is_refused(tmp_path):
     log = RecordLog.open(path, header)
     log.append(1, 0, bytes(SKETCH_BINS) + b"https://example.com/")
     log.close()
-    with pytest.raises(BackendError, match=r"sketches of 32 bytes.*SIMHASH_RESET"):
+    with pytest.raises(BackendError, match=rf"sketches of {SKETCH_BINS // 2} bytes.*SIMHASH_RESET"):
         MemoryBackend(persist_path=str(path)).open("spider")
 
 
