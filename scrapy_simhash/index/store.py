@@ -211,7 +211,7 @@ def _repair_header(data: bytes) -> tuple[dict | None, int]:
     if start is None:  # no record: the header runs to its length, or to the end
         start = _PREAMBLE.size + hlen if _PREAMBLE.size + hlen <= size else size
     raw = bytearray(data[_PREAMBLE.size:start])
-    if len(raw) > 1 << 16:
+    if len(raw) > 4096:  # not a header this code wrote (and too long to try each bit)
         return None, start
     candidates = []
     if zlib.crc32(raw) == hcrc or any(zlib.crc32(raw) == hcrc ^ (1 << b) for b in range(32)):
