@@ -282,7 +282,7 @@ def _decode(page: bytes, encoding: str | None) -> tuple[str, bytes | None]:
             continue
         try:
             text = data.decode(name)
-        except UnicodeDecodeError:
+        except ValueError:  # UnicodeError: undefined, punycode, idna... cannot read a page
             continue
         return text, data if name == "utf-8" else None
     return data.decode("utf-8", errors="replace"), None
