@@ -12,8 +12,9 @@ sketches agree (the confirmation). The fingerprint alone is reported beside it.
   main-text words edited, and the content moved into another site's template (a ``web/``
   page's); web and documentation pages are reported separately;
 * negatives: all pairs of distinct pages of each of the six documentation sites (same
-  template: ``python-3.11``, ``django-3.2`` and the four ``docs2/`` sites), and all pairs of
-  pages from different sites; a pair is a true duplicate, and not a negative, when the
+  template: ``python-3.11``, ``django-3.2`` and the four ``docs2/`` sites; ``--sites`` picks
+  others, the three ``docs3/`` API references among them), and all pairs of pages from
+  different sites; a pair is a true duplicate, and not a negative, when the
   5-word-shingle Jaccard of its neutral main texts is >= 0.5;
 * the decision's recall / false-match curve for k = 0..8, the share of pages left without
   a fingerprint per site, and the boilerplate segment shares (``bench/boilerplate.py``).
@@ -47,7 +48,15 @@ from w3lib.encoding import html_to_unicode
 
 
 from evaluation import perturb as P
-from evaluation.corpus import ABSENT_REASON, WEB_SOURCE, corpus_dir, site_dir, site_pages, web_pages
+from evaluation.corpus import (
+    ABSENT_REASON,
+    SHARED,
+    WEB_SOURCE,
+    corpus_dir,
+    site_dir,
+    site_pages,
+    web_pages,
+)
 
 # The modules, not the functions of the same names that ``scrapy_simhash`` re-exports.
 F = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
@@ -68,7 +77,12 @@ DOC_SITES = {
     "docs2/libstdc++-12": ("//div[@id='doc-content']", "//body/div[not(contains(@class, 'nav'))]"),
     "docs2/postgresql-15": ("//body/div[not(contains(@class, 'nav'))]",),
     "docs2/git-2.39": ("//div[@id='content']",),
+    "docs3/qt-5.15": ("//div[@class='content mainContent']",),
+    "docs3/eigen-3.4": ("//div[@class='contents']",),
+    "docs3/commons-lang3-3.12": ("//main",),
 }
+#: The sites measured unless ``--sites`` says otherwise (those of ``bench/results/quality.txt``).
+DEFAULT_SITES = tuple(site for site in DOC_SITES if not site.startswith("docs3/"))
 #: Pages of each documentation site given perturbed copies (full run, quick run).
 DOC_POSITIVES = (60, 12)
 
@@ -193,6 +207,16 @@ def load_web(sample: int | None, seed: int) -> list[Page]:
     return pages
 
 
+def content_container(root, xpaths: Sequence[str]) -> list:
+    """The elements of a page's own content: the first of ``xpaths`` that matches, else the
+    body. The neutral main text that decides whether two pages are distinct."""
+    for xpath in xpaths:
+        found = root.xpath(xpath)
+        if found:
+            return found
+    return [P.body_of(root)]
+
+
 def load_docs(site: str, sample: int | None, seed: int) -> list[Page]:
     folder = site_dir(site)
     paths = site_pages(site)
@@ -202,12 +226,7 @@ def load_docs(site: str, sample: int | None, seed: int) -> list[Page]:
     for path in paths:
         text = decode(path.read_bytes())
         root = P.parse(text)
-        found = []
-        for xpath in DOC_SITES[site]:
-            found = root.xpath(xpath)
-            if found:
-                break
-        found = found or [P.body_of(root)]
+        found = content_container(root, DOC_SITES[site])
         main_text = " ".join(el.text_content() for el in found)
         page = Page(
             f"{site}/{path.relative_to(folder)}", site, text, len(main_text.split()), shingles(main_text)
@@ -636,7 +655,7 @@ def run(args: argparse.Namespace, report: Report) -> int:
     )
     t = time.perf_counter()
     web = load_web(web_sample, args.seed)
-    docs = {site: load_docs(site, docs_sample, args.seed) for site in DOC_SITES}
+    docs = {site: load_docs(site, docs_sample, args.seed) for site in args.sites}
     report(
         f"loaded {len(web)} web pages, "
         + ", ".join(f"{len(v)} {k}" for k, v in docs.items())
@@ -683,9 +702,9 @@ def run(args: argparse.Namespace, report: Report) -> int:
 
     # -- negatives
     t = time.perf_counter()
-    same = {site: all_pairs(docs[site], docs_sigs[site], site) for site in DOC_SITES}
-    everything = web + [p for site in DOC_SITES for p in docs[site]]
-    all_sigs = Signatures.concat([web_sigs, *(docs_sigs[s] for s in DOC_SITES)])
+    same = {site: all_pairs(docs[site], docs_sigs[site], site) for site in args.sites}
+    everything = web + [p for site in args.sites for p in docs[site]]
+    all_sigs = Signatures.concat([web_sigs, *(docs_sigs[s] for s in args.sites)])
     cross = all_pairs(everything, all_sigs, "cross-site", cross_only=True)
     report(f"negatives: all pairs computed ({time.perf_counter() - t:.1f}s)")
 
@@ -755,6 +774,22 @@ def run_public(args: argparse.Namespace, report: Report, sites: list[str]) -> in
     return 1 if failed and args.strict else 0
 
 
+def select_sites(names: Sequence[str] | None) -> list[str]:
+    """The sites ``--sites`` names, in :data:`DOC_SITES` order; ``ValueError`` naming an
+    unknown one."""
+    if not names:
+        return list(DEFAULT_SITES)
+    if "all" in names:
+        return list(DOC_SITES)
+    chosen = set()
+    for name in names:
+        match = [site for site in DOC_SITES if name in (site, site.rpartition("/")[2])]
+        if not match:
+            raise ValueError(f"--sites: unknown site {name!r} (known: {', '.join(DOC_SITES)}, all)")
+        chosen.update(match)
+    return [site for site in DOC_SITES if site in chosen]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -781,6 +816,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--show", type=int, default=3, help="missed positive pairs listed per kind (default 3)"
     )
+    parser.add_argument(
+        "--sites",
+        nargs="+",
+        metavar="SITE",
+        help="documentation sites measured ('all' for every one): "
+        + ", ".join(DOC_SITES) + "; a docs2/ or docs3/ site also by its short name "
+        "(qt-5.15); default: the six of docs-dev and docs-dev2",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a bar fails")
     parser.add_argument(
         "--output",
@@ -789,8 +832,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"results file of a full run (default {RESULTS})",
     )
     args = parser.parse_args(argv)
-    if corpus_dir() is None:
-        sites = [site for site in DOC_SITES if site_dir(site) is not None]
+    try:
+        args.sites = select_sites(args.sites)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if corpus_dir() is not None:
+        missing = [site for site in args.sites if site_dir(site) is None]
+        if missing:
+            print(f"bench/quality.py: {', '.join(missing)} not in the corpus at {corpus_dir()} "
+                  f"(docs3/ sites need docs-dev3.tar.xz in {SHARED})", file=sys.stderr)
+            return 2
+    else:
+        sites = [site for site in args.sites if site_dir(site) is not None]
         if not sites:
             print(f"bench/quality.py needs the evaluation corpus: {ABSENT_REASON}; "
                   "make corpus-debian builds its documentation sites", file=sys.stderr)
