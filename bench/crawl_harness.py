@@ -216,7 +216,9 @@ class MirroredSite:
         if key not in self.pages:
             return None
         body = (self.root / key).read_bytes()
-        return inject_link(body, self.links[key]) if copy == ORIGINAL and key in self.links else body
+        if copy == ORIGINAL and key in self.links:
+            body = inject_link(body, self.links[key])
+        return body
 
     def start_url(self, start: str) -> str:
         return page_url(self.bases[ORIGINAL], start)
@@ -248,11 +250,16 @@ class HarnessSpider(scrapy.Spider):
     def __init__(self, start_url: str, bases: dict[str, str], pages: list[str], record: str,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.start_urls = [start_url]
+        self.start_url = start_url
         self.bases = bases
         self.pages = frozenset(pages)
         self.record = Path(record)
         self.parsed: list[str] = []
+
+    async def start(self):
+        # Through the dupefilter (start_urls would bypass it): a later link to the start
+        # page does not fetch it again.
+        yield scrapy.Request(self.start_url)
 
     def parse(self, response):
         self.parsed.append(response.url)
@@ -351,7 +358,9 @@ def run_crawl(site: MirroredSite, start: str, settings: Mapping[str, Any], workd
             cwd=ROOT, env=env, timeout=timeout, check=False, capture_output=True, text=True,
         )
     except subprocess.TimeoutExpired as exc:
-        raise HarnessError(f"the crawl {label} the add-on ran over {timeout:.0f}s (log: {log})") from exc
+        raise HarnessError(
+            f"the crawl {label} the add-on ran over {timeout:.0f}s (log: {log})"
+        ) from exc
     seconds = time.perf_counter() - started
     if proc.returncode != 0 or not record.is_file():
         tail = log.read_text(errors="replace").splitlines()[-20:] if log.is_file() else []
@@ -541,7 +550,7 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
     ]
     rows = [
         ("pages delivered to the spider (either copy)", len(off.delivered()), len(on.delivered())),
-        ("copies delivered (original + mirror)", sum(1 for _ in off.parsed), sum(1 for _ in on.parsed)),
+        ("copies delivered (original + mirror)", len(off.parsed), len(on.parsed)),
         ("pages fetched (both copies)", fetched_off, fetched_on),
         ("pages delivered from both copies", acc.both_off, acc.both_on),
         ("wall time, seconds (process included)", f"{off.seconds:.1f}", f"{on.seconds:.1f}"),
@@ -549,13 +558,14 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
     lines += [f"  {name:<44}{a!s:>16}{b!s:>14}" for name, a, b in rows]
     by_how = Counter(acc.lost.values())
     near = len(acc.undelivered) - len(acc.lost)
+    saved = fetched_off - fetched_on
     lines += [
         f"  LOST: {len(acc.lost)} pages ({_pct(len(acc.lost), len(off.delivered()))} of those "
         "delivered without the add-on): "
         + (", ".join(f"{n} {how}" for how, n in by_how.most_common()) or "none"),
         f"    (not delivered: {len(acc.undelivered)}, of which {near} have near-identical content "
         f"delivered, Jaccard >= {Q.DUP_JACCARD})",
-        f"  fetches saved: {fetched_off - fetched_on} ({_pct(fetched_off - fetched_on, fetched_off)})",
+        f"  fetches saved: {saved} ({_pct(saved, fetched_off)})",
         f"  mirror copies not delivered: {sum(acc.mirror_missing.values())} of {acc.mirror_off} "
         f"({_pct(sum(acc.mirror_missing.values()), acc.mirror_off)}): "
         + (", ".join(f"{n} {how}" for how, n in acc.mirror_missing.most_common()) or "none"),
@@ -565,8 +575,9 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
         lines.append(
             f"  {label}: {len(verdicts)} = "
             + " + ".join(f"{kinds[k]} {k}" for k in ("same page", "near-identical", "WRONG"))
-            + f"  (same page: a copy of itself on the other copy; WRONG: Jaccard < {Q.DUP_JACCARD})"
         )
+    lines.append(f"    (same page: its own copy on the other server; near-identical: Jaccard >= "
+                 f"{Q.DUP_JACCARD} of the content containers; WRONG: below)")
     if acc.lost:
         lines.append(f"  LOST pages (first {show}):")
         why = {v.event.key: v for v in acc.drops + acc.skips}
@@ -584,14 +595,17 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
     return lines
 
 
-def measure(site: SiteSpec, args: argparse.Namespace, workdir: Path) -> tuple[Accounting, list[str]]:
+def measure(
+    site: SiteSpec, args: argparse.Namespace, workdir: Path
+) -> tuple[Accounting, list[str]]:
     """Serve one site and its mirror, crawl it without and with the add-on, account."""
     files = sum(1 for p in site.root.rglob("*") if p.suffix in HTML_SUFFIXES and p.is_file())
     pages = bfs_pages(site.root, site.start, args.pages)
     settings = crawl_settings(args.concurrency, args.order, dict(args.settings))
     workdir.mkdir(parents=True, exist_ok=True)
     with MirroredSite(site.root, pages, args.mirror_links) as served:
-        print(f"{site.name}: crawling {len(pages)} pages + mirror without the add-on...", flush=True)
+        print(f"{site.name}: {len(pages)} pages and their mirror, crawl without the add-on...",
+              flush=True)
         off = run_crawl(served, site.start, settings, workdir, False, args.timeout)
         print(f"{site.name}: ... and with it", flush=True)
         on = run_crawl(served, site.start, settings, workdir, True, args.timeout)
@@ -655,14 +669,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sites = [resolve_site(s, args.xpath, args.start) for s in args.sites]
     except HarnessError as exc:
         parser.error(str(exc))
-    load = os.getloadavg()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    command = shlex.join(argv if argv is not None else sys.argv[1:])
+    extra = " ".join(f"{n}={v}" for n, v in args.settings)
     lines = [
         f"crawl harness  {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  "
-        f"FINGERPRINT_VERSION={FINGERPRINT_VERSION}  load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
-        "command: python -m bench.crawl_harness " + shlex.join(argv if argv is not None else sys.argv[1:]),
-        f"crawls: concurrency {args.concurrency}, {args.order} order, "
-        f"add-on {ADDON} at its defaults"
-        + (", settings " + " ".join(f"{n}={v}" for n, v in args.settings) if args.settings else ""),
+        f"FINGERPRINT_VERSION={FINGERPRINT_VERSION}  load average {load} (start)",
+        f"command: python -m bench.crawl_harness {command}",
+        f"crawls: concurrency {args.concurrency}, {args.order} order, add-on {ADDON} at its "
+        f"defaults" + (f", settings {extra}" if extra else ""),
     ]
     lost = 0
     with tempfile.TemporaryDirectory(prefix="crawl-harness-") as tmp:

@@ -785,7 +785,8 @@ def select_sites(names: Sequence[str] | None) -> list[str]:
     for name in names:
         match = [site for site in DOC_SITES if name in (site, site.rpartition("/")[2])]
         if not match:
-            raise ValueError(f"--sites: unknown site {name!r} (known: {', '.join(DOC_SITES)}, all)")
+            known = ", ".join(DOC_SITES)
+            raise ValueError(f"--sites: unknown site {name!r} (known: {known}, all)")
         chosen.update(match)
     return [site for site in DOC_SITES if site in chosen]
 
