@@ -3,8 +3,9 @@
 All-pairs checks miss the cascade: a dropped page's outlinks are never followed, so the
 pages only it links to are never fetched. This harness measures a crawl. It serves a
 documentation site (a folder of HTML files) and a mirror copy of it (the same files on a
-second loopback port) from a small threaded HTTP server; a few pages of the original link
-to their mirror copies (the start page to the mirror's start page). It crawls both twice
+second loopback port) from a small threaded HTTP server. The original's start page links
+to the mirror's start page and to the mirror copies of a few pages further down the site,
+which a crawl then reaches through the mirror before their originals. It crawls both twice
 with a real Scrapy crawler, each crawl in a fresh process: once with ``ADDONS =
 {"scrapy_simhash.Addon": 0}`` at its defaults (plus any ``-s NAME=VALUE``), once without
 the add-on. A page is a file of the site; a crawl *delivers* it when a spider callback
@@ -140,27 +141,28 @@ def bfs_pages(root: Path, start: str, limit: int | None = None) -> list[str]:
     return order
 
 
-def mirror_sources(pages: Sequence[str], count: int) -> list[str]:
-    """The pages of the original that link to their mirror copies: the start page and
-    ``count - 1`` more, evenly spread over the breadth-first order."""
+def mirror_entries(pages: Sequence[str], count: int) -> list[str]:
+    """The pages whose mirror copies the start page links to: the start page itself and
+    ``count - 1`` more, evenly spread over the breadth-first order (so that a crawl meets
+    their mirror copies first and their originals later)."""
     count = max(1, min(count, len(pages)))
     return list(dict.fromkeys(pages[i * len(pages) // count] for i in range(count)))
 
 
-def inject_link(body: bytes, url: str) -> bytes:
-    """*body* with a link to *url* before its last ``</body>`` (or at its end)."""
-    anchor = f'<p><a href="{url}">mirror</a></p>'.encode()
+def inject_links(body: bytes, urls: Sequence[str]) -> bytes:
+    """*body* with links to *urls* before its last ``</body>`` (or at its end)."""
+    anchors = "".join(f'<p><a href="{url}">mirror</a></p>' for url in urls).encode()
     at = body.lower().rfind(b"</body>")
-    return body + anchor if at < 0 else body[:at] + anchor + body[at:]
+    return body + anchors if at < 0 else body[:at] + anchors + body[at:]
 
 
 # --------------------------------------------------------------------------- the server
 
 
 class MirroredSite:
-    """A site's pages on two loopback ports: the original, where :func:`mirror_sources`
-    pages link to their mirror copies, and the mirror (the files as they are). Counts
-    the pages served per copy; any other path answers 404."""
+    """A site's pages on two loopback ports: the original, whose start page (the first of
+    *pages*) links to the mirror copies of the :func:`mirror_entries`, and the mirror (the
+    files as they are). Counts the pages served per copy; any other path answers 404."""
 
     def __init__(self, root: Path, pages: Sequence[str], mirror_links: int = 3) -> None:
         self.root = root
@@ -176,9 +178,10 @@ class MirroredSite:
             copy: f"http://127.0.0.1:{server.server_address[1]}"
             for copy, server in self._servers.items()
         }
-        self.links = {
-            key: page_url(self.bases[MIRROR], key) for key in mirror_sources(pages, mirror_links)
-        }
+        self.start = pages[0]
+        self.entries = [
+            page_url(self.bases[MIRROR], key) for key in mirror_entries(pages, mirror_links)
+        ]
         self._threads = [
             threading.Thread(target=server.serve_forever, daemon=True)
             for server in self._servers.values()
@@ -216,8 +219,8 @@ class MirroredSite:
         if key not in self.pages:
             return None
         body = (self.root / key).read_bytes()
-        if copy == ORIGINAL and key in self.links:
-            body = inject_link(body, self.links[key])
+        if copy == ORIGINAL and key == self.start:
+            body = inject_links(body, self.entries)
         return body
 
     def start_url(self, start: str) -> str:
@@ -648,7 +651,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         default=[], metavar="NAME=VALUE",
                         help="a Scrapy or SIMHASH_* setting for both crawls (repeat)")
     parser.add_argument("--mirror-links", type=int, default=3,
-                        help="pages of the original linking to their mirror copy (default 3)")
+                        help="mirror copies the start page links to, its own first "
+                        "(default 3)")
     parser.add_argument("--show", type=int, default=10, help="lost pages and wrong drops listed")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per crawl")
     parser.add_argument("--keep", type=Path, help="keep each crawl's log, drops and record here")
