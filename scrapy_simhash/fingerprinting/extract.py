@@ -90,7 +90,7 @@ from lxml.html import HTMLParser as _LxmlHtmlParser
 from lxml.html import HtmlElementClassLookup
 
 try:  # the compiled walk, when the package was built with it
-    from scrapy_simhash.fingerprinting import _walk
+    import scrapy_simhash.fingerprinting._walk as _walk
 except ModuleNotFoundError:  # pragma: no cover - a pure-Python install
     _walk = None
 except (ImportError, ValueError) as exc:  # pragma: no cover - built for another lxml

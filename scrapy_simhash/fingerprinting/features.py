@@ -25,7 +25,7 @@ from lxml import etree
 from scrapy_simhash.fingerprinting.extract import MainText, PageText, extract, extract_page
 
 try:  # the compiled token loops, when the package was built with them
-    from scrapy_simhash.fingerprinting import _tokens
+    import scrapy_simhash.fingerprinting._tokens as _tokens
 except ImportError:  # pragma: no cover - a pure-Python install
     _tokens = None
 

@@ -55,7 +55,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting import features as _features
+import scrapy_simhash.fingerprinting.features as _features
 from scrapy_simhash.fingerprinting.extract import PageText
 from scrapy_simhash.fingerprinting.features import (
     read_page,
