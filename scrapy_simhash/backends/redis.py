@@ -52,6 +52,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import time
 from collections import Counter, deque
 from importlib import resources
@@ -62,7 +63,7 @@ import xxhash
 
 from scrapy_simhash.backends import BackendError, Duplicate
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
-from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS, Signature
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms_many
 from scrapy_simhash.index import ADD_MODES, Match, TableLayout
 
 if TYPE_CHECKING:
@@ -70,14 +71,27 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-#: Entries as in 1, but URLs as packed hashes or tables in slots of their own:
-#: versions that know only format 1 refuse to join.
-FORMAT_VERSION_EXTENDED = 2
+#: The Redis layout: 1 and 2 (a probe-and-insert script that confirmed
+#: sketches itself) are refused; 3 adds the metadata's ``epoch`` and the
+#: client-side probe with a conditional insert (``data/redis_insert.lua``).
+FORMAT_VERSION = 3
 ENTRY_SIZE = 12
-#: The script's arguments before the bucket fields (``data/redis_query_and_add.lua``).
-FIXED_SCRIPT_ARGS = 8
 MAX_KEY = 2**32 - 1
+#: At most this many candidates within k (nearest first) are confirmed per
+#: probe; the others are not examined, so a page is never dropped for them (a
+#: copy of one of them may be kept: counted, ``redis/unexamined_count``).
+CANDIDATE_CAP = 64
+#: A page is not stored when this many stored pages already have exactly its
+#: fingerprint (pages that differ only in what the fingerprint leaves out,
+#: such as numbers): it is kept, and a later copy of it may be kept too
+#: (``redis/crowded_count``). Bounds what one bucket holds of one fingerprint.
+SAME_FINGERPRINT_CAP = 64
+#: Entries a bucket may hold (12 bytes each); a full bucket is not appended
+#: to, the page stays findable through its other tables (``redis/bucket_full_count``).
+BUCKET_CAP = 2048
+#: Reads of a page's buckets before giving up when other writers keep
+#: changing them between the read and the insert.
+MAX_ATTEMPTS = 8
 #: Average entries per bucket wanted at the expected index size: larger buckets
 #: amortise Redis's ~60 bytes of per-field overhead, smaller ones scan faster
 #: (the script compares a candidate in ~0.5 us; bench/results/redis.txt).
@@ -102,7 +116,6 @@ URL_BLOCK = 255
 
 _INSTALL_HINT = "the Redis backend needs the redis package: pip install 'scrapy-simhash[redis]'"
 _ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("key", ">u4")])
-_MATCH_DTYPE = np.dtype([("fp", ">u8"), ("key", ">u4"), ("distance", "u1")])
 
 
 def import_redis() -> Any:
@@ -117,7 +130,7 @@ def import_redis() -> Any:
 def _script_source() -> str:
     return (
         resources.files("scrapy_simhash")
-        .joinpath("data/redis_query_and_add.lua")
+        .joinpath("data/redis_insert.lua")
         .read_text(encoding="utf-8")
     )
 
@@ -136,7 +149,26 @@ class IndexFullError(RuntimeError):
 
 
 class IndexMissingError(RuntimeError):
-    """The index's metadata is gone from Redis (restart without persistence, deletion)."""
+    """The index is gone from Redis (FLUSHALL, eviction, a restart without
+    persistence, a failover to an unsynced replica), or was created again by
+    another process after that (``recreated``)."""
+
+    def __init__(self, message: str, *, recreated: bool = False) -> None:
+        super().__init__(message)
+        self.recreated = recreated
+
+
+class IndexConflictError(RuntimeError):
+    """Other writers kept changing a page's buckets between its read and its insert."""
+
+
+class IndexPermissionError(RuntimeError):
+    """The Redis user may not run a command the index needs."""
+
+    def __init__(self, command: str, error: str) -> None:
+        super().__init__(f"{command}: {error}")
+        self.command = command
+        self.error = error
 
 
 def index_info(client: Any, prefix: str) -> dict[str, Any] | None:
@@ -212,12 +244,13 @@ class RedisSimhashIndex:
             raise ValueError(f"bucket_bits must be from 1 to 32, got {bucket_bits!r}")
         self.bucket_bits = bucket_bits or self._default_bucket_bits()
         self.signature = ""
+        self.epoch = ""  # set by open(): which creation of the index was joined
         self._script = client.register_script(_script_source())
-        self.script_sha = self._script.sha
-        self.keys: list[str] = []  # the script's KEYS, once open
+        #: What probes met (``redis/`` stats): conflicts read again, candidates
+        #: not examined, pages not stored for a crowded fingerprint or full buckets.
+        self.counts: Counter[str] = Counter()
         redis = import_redis()
         self._errors = (redis.RedisError, OSError)
-        self._no_script = redis.exceptions.NoScriptError
 
     # -- metadata ----------------------------------------------------------
 
@@ -233,17 +266,16 @@ class RedisSimhashIndex:
             "fingerprint_version": self.fingerprint_version,
             "urls": self.url_format,
             "tables": self.PLACEMENT,
-            # versions before the compact URL format check only this field
-            "format": FORMAT_VERSION
-            if (self.url_format, self.PLACEMENT) == ("full", "one_slot")
-            else FORMAT_VERSION_EXTENDED,
+            "format": FORMAT_VERSION,
         }
 
     def open(self, *, reset: bool = False) -> int:
         """Create or join the index; return its size.
 
         Raises :class:`IndexMismatchError` naming what differs when the stored
-        index has another k, layout, fingerprint version or entry format.
+        index has another k, layout, fingerprint version or Redis format, and
+        :class:`IndexPermissionError` naming the first command the Redis user
+        may not run (:meth:`check_permissions`).
         """
         if reset:
             self.clear()
@@ -252,13 +284,18 @@ class RedisSimhashIndex:
         fields["bucket_bits"] = str(self.bucket_bits)
         fields["size"] = "0"
         fields["signature"] = self._signature(identity, self.bucket_bits)
+        fields["epoch"] = os.urandom(8).hex()
         flat = [item for pair in fields.items() for item in pair]
-        raw = self.client.eval(_INIT_SCRIPT, 1, self.meta_key, *flat)
+        try:
+            raw = self.client.eval(_INIT_SCRIPT, 1, self.meta_key, *flat)
+        except import_redis().exceptions.NoPermissionError as exc:
+            raise IndexPermissionError("EVAL", str(exc)) from exc
         stored = {raw[i].decode(): raw[i + 1].decode() for i in range(0, len(raw), 2)}
         self._check(identity, stored)
         self.bucket_bits = int(stored["bucket_bits"])
         self.signature = stored["signature"]
-        self.keys = [self.meta_key, self.urls_key, self.sketches_key, *self.table_keys]
+        self.epoch = stored["epoch"]
+        self.check_permissions()
         return int(stored.get("size", 0))
 
     @staticmethod
@@ -267,10 +304,18 @@ class RedisSimhashIndex:
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def _check(self, identity: dict[str, Any], stored: dict[str, str]) -> None:
-        # indexes from before the compact and sharded formats
-        stored.setdefault("urls", json.dumps("full"))
-        stored.setdefault("tables", json.dumps("one_slot"))
-        missing = sorted({*identity, "bucket_bits", "signature", "size"} - set(stored))
+        try:
+            theirs = int(json.loads(stored.get("format", "0")))
+        except (TypeError, ValueError):
+            theirs = 0
+        if 0 < theirs < FORMAT_VERSION:
+            raise IndexMismatchError(
+                f"The shared simhash index {self.prefix!r} has the Redis layout of an older "
+                f"scrapy-simhash (format {theirs}; this version reads format "
+                f"{FORMAT_VERSION}): clear it with SIMHASH_RESET=True (or scrapy-simhash "
+                "redis-clear) and crawl again, or use another SIMHASH_REDIS_KEY"
+            )
+        missing = sorted({*identity, "bucket_bits", "signature", "size", "epoch"} - set(stored))
         if missing:
             raise IndexMismatchError(
                 f"Redis key {self.meta_key} is not complete simhash metadata (no "
@@ -325,24 +370,59 @@ class RedisSimhashIndex:
         """Probe every table; insert ``fp`` (with ``url`` and ``sketch``) per
         ``add``, atomically.
 
-        With a ``sketch``, a candidate within k counts only when the stored
-        page's sketch confirms it (``signature.confirms``; ``if_new`` inserts
-        when none did; a stored page without a sketch is never confirmed);
-        without one every candidate counts (the index alone). Returns the matches found before inserting, sorted by (distance, key),
-        the URL of the nearest (with ``url_format="hash"``, its :meth:`url_token`),
-        and the new key (0 when nothing was inserted). Raises
-        :class:`IndexFullError`, carrying the matches, when Redis refused the
-        insertion for lack of memory.
+        The buckets are read (one pipelined round trip), the candidates within
+        k compared here, at most :data:`CANDIDATE_CAP` of them (nearest first)
+        confirmed by their stored sketches with
+        :func:`~scrapy_simhash.fingerprinting.signature.confirms_many` (one more
+        round trip; a stored page without a sketch is never confirmed; without
+        a ``sketch`` every candidate counts); then the conditional insert
+        appends only if no bucket read has changed meanwhile, else everything
+        is read again. Returns the confirmed matches sorted by (distance, key),
+        the URL of the nearest (with ``url_format="hash"``, its
+        :meth:`url_token`), and the new key (0 when nothing was inserted).
+        Raises :class:`IndexFullError`, carrying the matches, when Redis
+        refused the insertion for lack of memory; :class:`IndexMissingError`
+        when the index vanished; :class:`IndexConflictError` when the buckets
+        kept changing.
         """
         fp = self._checked(fp, add, sketch)
-        return self._answer(
-            self._script(keys=self.keys, args=self.script_args(fp, url, add, sketch))
+        fields = self.bucket_fields(fp)
+        for _ in range(MAX_ATTEMPTS):
+            blobs = self._read(fields)
+            matches = self._confirmed(self._candidates(fp, blobs), sketch)
+            nearest = self.url(matches[0].key) if matches else None
+            if not (add == "always" or (add == "if_new" and not matches)):
+                return matches, nearest, 0
+            if self._crowded(fp, blobs):
+                self.counts["crowded_count"] += 1
+                return matches, nearest, 0
+            lengths = [len(blob or b"") if add == "if_new" else -1 for blob in blobs]
+            status, value, skipped = self._insert(fp, url, sketch, fields, lengths)
+            if status == 0:
+                if skipped:
+                    self.counts["bucket_full_count"] += int(skipped)
+                return matches, nearest, int(value)
+            if status == -3:
+                raise IndexFullError(
+                    f"Redis refused to store a page in {self.prefix!r}: out of memory "
+                    "(maxmemory with the noeviction policy)",
+                    matches,
+                    nearest,
+                )
+            if status == -5:
+                self.counts["bucket_full_count"] += int(skipped)
+                self.counts["crowded_count"] += 1
+                return matches, nearest, 0
+            self.counts["conflict_count"] += 1  # -4: read again
+        raise IndexConflictError(
+            f"the buckets of a page in {self.prefix!r} changed {MAX_ATTEMPTS} times "
+            "between reading and inserting"
         )
 
     def _checked(self, fp: int, add: str, sketch: bytes = b"") -> int:
         if add not in ADD_MODES:
             raise ValueError(f"add must be one of {ADD_MODES}, not {add!r}")
-        if not self.keys:
+        if not self.epoch:
             raise RuntimeError("call open() before query_and_add()")
         fp = int(fp)
         if not 0 <= fp < 1 << 64:
@@ -351,81 +431,186 @@ class RedisSimhashIndex:
             raise ValueError(f"a sketch has {SKETCH_BINS} bytes, this one {len(sketch)}")
         return fp
 
-    def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
-        """Probe and insert many ``(fp, url, add, sketch)`` in one pipelined round
-        trip, each atomically; per entry, what :meth:`query_and_add` returns or
-        the exception it would raise."""
-        for attempt in range(2):
-            pipe = self.pipeline()
-            for fp, url, add, sketch in entries:
-                pipe.evalsha(self.script_sha, len(self.keys), *self.keys,
-                             *self.script_args(fp, url, add, sketch))
-            replies = pipe.execute(raise_on_error=False)
-            if attempt or not any(isinstance(r, self._no_script) for r in replies):
-                break
-            self.load_script()  # a restarted server, or a replica that took over
-        results: list[Any] = []
-        for reply in replies:
-            try:
-                if isinstance(reply, Exception):
-                    raise reply
-                results.append(self._answer(reply))
-            except (IndexFullError, IndexMismatchError, IndexMissingError, *self._errors) as exc:
-                results.append(exc)
-        return results
+    # -- the steps of a probe ------------------------------------------------
 
-    def _answer(self, reply: list[Any]) -> tuple[list[Match], str | None, int]:
-        """Decode the script's reply; raise for its error statuses."""
-        status, new_key, nearest_url, blob = reply
-        if status == -1:
+    def _read(self, fields: list[bytes]) -> list[bytes | None]:
+        """The query's bucket in every table, and the metadata's signature and
+        epoch (checked: :meth:`_check_alive`), in one pipelined round trip."""
+        pipe = self.pipeline()
+        pipe.hmget(self.meta_key, ["signature", "epoch"])
+        for key, field in zip(self.table_keys, fields):
+            pipe.hget(key, field)
+        replies = pipe.execute()
+        self._check_alive(*replies[0])
+        return replies[1:]
+
+    def _check_alive(self, signature: bytes | None, epoch: bytes | None) -> None:
+        """Raise when the index this process joined is no longer there: gone
+        (:class:`IndexMissingError`), created again by another process after it
+        was lost (the same, ``recreated``), or replaced by another configuration
+        (:class:`IndexMismatchError`)."""
+        if signature is None:
             raise IndexMissingError(
-                f"The simhash index metadata {self.meta_key} vanished (Redis restarted "
-                "without persistence, or someone deleted it)"
+                f"The simhash index metadata {self.meta_key} vanished (FLUSHALL, eviction, "
+                "a restart without persistence, or a failover to a replica that had not "
+                "synced)"
             )
-        if status == -2:
+        if signature.decode() != self.signature:
             raise IndexMismatchError(
                 f"The shared simhash index {self.prefix!r} was replaced by one with "
-                f"another configuration (signature {new_key.decode()} instead of "
+                f"another configuration (signature {signature.decode()} instead of "
                 f"{self.signature}) while this process was using it"
             )
-        matches = self._decode_matches(blob)
-        nearest = self.decode_url(nearest_url) if matches else None
-        if status == -3:
-            raise IndexFullError(
-                f"Redis refused to store a page in {self.prefix!r}: out of memory "
-                "(maxmemory with the noeviction policy)",
-                matches,
-                nearest,
+        if (epoch or b"").decode() != self.epoch:
+            raise IndexMissingError(
+                f"The simhash index {self.prefix!r} vanished and was created again by "
+                "another process (its epoch changed) while this process was using it",
+                recreated=True,
             )
-        return matches, nearest, new_key
+
+    def _candidates(self, fp: int, blobs: list[bytes | None]) -> list[Match]:
+        """The stored fingerprints within k in the buckets read, once each,
+        nearest first (then oldest): at most :data:`CANDIDATE_CAP`."""
+        data = b"".join(blob for blob in blobs if blob)
+        if not data:
+            return []
+        rows = np.frombuffer(data, dtype=_ENTRY_DTYPE)
+        fps = rows["fp"].astype(np.uint64)
+        distances = np.bitwise_count(fps ^ np.uint64(fp))
+        near = np.flatnonzero(distances <= self.k)
+        if not len(near):
+            return []
+        keys, first = np.unique(rows["key"][near], return_index=True)
+        near = near[first]
+        order = np.lexsort((keys, distances[near]))
+        if len(order) > CANDIDATE_CAP:
+            self.counts["unexamined_count"] += len(order) - CANDIDATE_CAP
+            order = order[:CANDIDATE_CAP]
+        return [
+            Match(key, stored, distance)
+            for key, stored, distance in zip(
+                keys[order].tolist(), fps[near][order].tolist(), distances[near][order].tolist()
+            )
+        ]
+
+    def _confirmed(self, candidates: list[Match], sketch: bytes) -> list[Match]:
+        """The candidates whose stored sketch confirms ``sketch``
+        (:func:`~scrapy_simhash.fingerprinting.signature.confirms_many`; every
+        candidate without a ``sketch``), in the same order."""
+        if not sketch or not candidates:
+            return candidates
+        stored = self.client.hmget(self.sketches_key, [str(m.key) for m in candidates])
+        have = [i for i, other in enumerate(stored) if other and len(other) == SKETCH_BINS]
+        if not have:
+            return []
+        others = np.frombuffer(b"".join(stored[i] for i in have), dtype=np.uint8)
+        others = others.reshape(len(have), SKETCH_BINS)
+        mine = np.broadcast_to(np.frombuffer(sketch, dtype=np.uint8), others.shape)
+        verdicts = confirms_many(mine, others)
+        return [candidates[i] for i, ok in zip(have, verdicts.tolist()) if ok]
+
+    def _crowded(self, fp: int, blobs: list[bytes | None]) -> bool:
+        """Whether :data:`SAME_FINGERPRINT_CAP` stored pages already have exactly
+        this fingerprint (they share every bucket of it: the first table's says)."""
+        blob = next((b for b in blobs if b is not None), None)
+        if not blob or len(blob) < SAME_FINGERPRINT_CAP * ENTRY_SIZE:
+            return False
+        rows = np.frombuffer(blob, dtype=_ENTRY_DTYPE)
+        return int(np.count_nonzero(rows["fp"] == np.uint64(fp))) >= SAME_FINGERPRINT_CAP
+
+    def _script_tables(self) -> list[str]:
+        """The table keys the insert script appends to (all: they share a slot)."""
+        return self.table_keys
+
+    def _insert(
+        self, fp: int, url: str, sketch: bytes, fields: list[bytes], lengths: list[int]
+    ) -> tuple[int, Any, int]:
+        """Run the conditional insert script: (status, new key or detail, skipped)."""
+        keys = [self.meta_key, self.urls_key, self.sketches_key, *self._script_tables()]
+        args: list[Any] = [
+            self.signature, self.epoch, int(fp).to_bytes(8, "big") + bytes(4),
+            self._stored_url(url), URL_BLOCK if self.url_format == "hash" else 0,
+            sketch, BUCKET_CAP * ENTRY_SIZE, "insert",
+        ]  # fmt: skip
+        for field, length in zip(fields, lengths):
+            args += [field, length]
+        status, value, skipped = self._script(keys=keys, args=args, client=self._node())
+        if status == -1:
+            self._check_alive(None, None)
+        if status == -2:
+            signature, _, epoch = value.decode().partition("/")
+            self._check_alive(signature.encode(), epoch.encode())
+        if status == -6:  # only in check mode
+            raise IndexPermissionError(value.decode(), skipped.decode())
+        return int(status), value, int(skipped)
+
+    def _stored_url(self, url: str) -> Any:
+        if self.url_format == "hash" and url:
+            return xxhash.xxh3_64_digest(url.encode("utf-8", "surrogatepass"))
+        return url or ""
+
+    def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
+        """Probe and insert many ``(fp, url, add, sketch)``, one after the other;
+        per entry, what :meth:`query_and_add` returns or the exception it would
+        raise. Stops after the first entry that failed for Redis itself (the
+        answer is then shorter than ``entries``)."""
+        results: list[Any] = []
+        for fp, url, add, sketch in entries:
+            try:
+                results.append(self.query_and_add(fp, url, add=add, sketch=sketch))
+            except (IndexFullError, IndexMismatchError, IndexMissingError,
+                    IndexConflictError) as exc:  # fmt: skip
+                results.append(exc)
+            except self._errors as exc:
+                results.append(exc)
+                break
+        return results
 
     def slot_keys(self) -> list[str]:
         """The keys one script call touches, which a cluster needs in one slot."""
         return [self.meta_key, self.urls_key, self.sketches_key, *self.table_keys]
 
-    def pipeline(self) -> Any:
-        """A non-transactional pipeline to the node holding this index: redis-py's
-        cluster pipelines refuse EVALSHA, and every key of the index is in one slot."""
+    def _node(self) -> Any:
+        """The client of the node holding this index's slot (the client itself
+        outside a cluster): redis-py's cluster client refuses EVALSHA with keys
+        in several slots' worth of arguments, and pipelines need one node."""
         node_of = getattr(self.client, "get_node_from_key", None)
         if node_of is None:
-            return self.client.pipeline(transaction=False)
-        node = node_of(self.meta_key)
-        return self.client.get_redis_connection(node).pipeline(transaction=False)
+            return self.client
+        return self.client.get_redis_connection(node_of(self.meta_key))
+
+    def pipeline(self) -> Any:
+        """A non-transactional pipeline to the node holding this index."""
+        return self._node().pipeline(transaction=False)
 
     def load_script(self) -> None:
-        """Load the probe-and-insert script (into every master of a cluster)."""
+        """Load the insert script (into every master of a cluster)."""
         self.client.script_load(self._script.script)
 
-    def script_args(self, fp: int, url: str, add: str, sketch: bytes = b"") -> list[Any]:
-        """The arguments of the probe-and-insert script for one page."""
-        stored_url = url or ""
-        if self.url_format == "hash" and stored_url:
-            stored_url = xxhash.xxh3_64_digest(stored_url.encode("utf-8", "surrogatepass"))
-        block = URL_BLOCK if self.url_format == "hash" else 0
-        args = [int(fp).to_bytes(8, "big"), self.k, add, stored_url, self.signature, block,
-                sketch, CONFIRM]
-        args.extend(self.bucket_fields(int(fp)))
-        return args
+    def check_permissions(self) -> None:
+        """Run every command a crawl needs once, on this index's keys, changing
+        nothing a reader sees; raise :class:`IndexPermissionError` naming the
+        first one Redis refuses (an ACL user allowed EVAL but not EVALSHA would
+        otherwise pass start-up and then leave every page unchecked)."""
+        redis = import_redis()
+        command = "SCRIPT LOAD"
+        try:
+            self._node().script_load(self._script.script)
+            command = "HMGET/HGET"
+            self._read(self.bucket_fields(0))
+            self.client.hmget(self.sketches_key, ["0"])
+            self.url(1)
+            command = "EVALSHA"
+            tables = self._script_tables()
+            keys = [self.meta_key, self.urls_key, self.sketches_key, *tables]
+            args: list[Any] = [self.signature, self.epoch, bytes(12), "", 0, b"", 0, "check"]
+            for field in self.bucket_fields(0)[: len(tables)]:
+                args += [field, -1]
+            reply = self._node().evalsha(self._script.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoPermissionError as exc:
+            raise IndexPermissionError(command, str(exc)) from exc
+        if reply[0] == -6:
+            raise IndexPermissionError(reply[1].decode(), reply[2].decode())
 
     def url_token(self, url: str) -> str:
         """What the index keeps of ``url``: the URL, or ``xxh3:<16 hex digits>``
@@ -439,15 +624,6 @@ class RedisSimhashIndex:
         if self.url_format == "hash":
             return "xxh3:" + raw.hex() if raw and raw != bytes(8) else ""
         return raw.decode("utf-8", "replace")
-
-    @staticmethod
-    def _decode_matches(blob: bytes) -> list[Match]:
-        if not blob:
-            return []
-        rows = np.frombuffer(blob, dtype=_MATCH_DTYPE)
-        out = [Match(int(r["key"]), int(r["fp"]), int(r["distance"])) for r in rows]
-        out.sort(key=lambda m: (m.distance, m.key))
-        return out
 
     def query(self, fp: int) -> list[Match]:
         """Every stored fingerprint within k bits, sorted by (distance, key)."""
@@ -479,7 +655,7 @@ class RedisSimhashIndex:
         For loading a known set (an earlier crawl, a benchmark). Not atomic
         against concurrent probes: load before the crawl starts. Returns the keys.
         """
-        if not self.keys:
+        if not self.epoch:
             raise RuntimeError("call open() before add_many()")
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if urls is not None and len(urls) != len(fps):
@@ -633,6 +809,7 @@ class RedisBackend:
         self._failing_since: float | None = None
         self._full_since: float | None = None
         self._overflow_warned = False
+        self._lost: str | None = None  # the last index loss seen
         redis = import_redis()
         self._redis_errors = (redis.RedisError, OSError, redis.exceptions.RedisClusterException)
 
@@ -712,6 +889,12 @@ class RedisBackend:
             self._size = index.open(reset=self.reset)
         except IndexMismatchError as exc:
             raise BackendError(str(exc)) from exc
+        except IndexPermissionError as exc:
+            raise BackendError(
+                f"Redis user {self._user()!r} at {self.where} may not run {exc.command} "
+                f"on {prefix}:*, which the simhash backend needs ({exc.error}); "
+                "grant it in the user's ACL"
+            ) from exc
         except self._redis_errors as exc:
             hint = ""
             if "MOVED" in str(exc):
@@ -804,6 +987,14 @@ class RedisBackend:
         best = matches[0]
         return Duplicate(nearest_url or "", best.fingerprint, best.distance)
 
+    def _user(self) -> str:
+        """The Redis user this process authenticates as, for messages."""
+        try:
+            return str(self.client.acl_whoami().decode())
+        except (*self._redis_errors, AttributeError):
+            kwargs = getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {})
+            return kwargs.get("username") or "default"
+
     def _probe(
         self, index: RedisSimhashIndex, fp: int, url: str, add: str, sketch: bytes
     ) -> tuple[list[Match], str | None, int]:
@@ -811,11 +1002,7 @@ class RedisBackend:
             try:
                 return index.query_and_add(fp, url, add=add, sketch=sketch)
             except IndexMissingError as exc:
-                logger.warning(
-                    "%(error)s; starting it again empty at %(where)s",
-                    {"error": exc, "where": self.where},
-                )
-                index.open()
+                self._index_lost(index, exc)
                 return index.query_and_add(fp, url, add=add, sketch=sketch)
         except IndexFullError as exc:
             # checked against what is stored; stored later, when Redis has room
@@ -824,6 +1011,24 @@ class RedisBackend:
                 self.counts["unstored_count"] += 1
                 self._enqueue(fp, url, add, sketch)
             return exc.matches, exc.nearest_url, 0
+
+    def _index_lost(self, index: RedisSimhashIndex, exc: IndexMissingError) -> None:
+        """The index vanished under the crawl: count it, say it, join (or create)
+        it again; what was stored before is gone for every crawl sharing it, and
+        the queued pages are indexed into the new one."""
+        self.counts["index_lost_count"] += 1
+        self._lost = str(exc)
+        logger.error(
+            "%(error)s: the pages indexed before are gone for every crawl sharing it; "
+            "%(what)s at %(where)s (simhash/redis/index_lost_count)",
+            {
+                "error": exc,
+                "what": "joining the new one" if exc.recreated else "starting it again empty",
+                "where": self.where,
+            },
+        )
+        index.open()
+        self._flush_after = 0.0  # the queue goes into the new index
 
     # -- failures, hold-off and the queue --------------------------------------
 
@@ -886,7 +1091,7 @@ class RedisBackend:
             batch = [self._pending[i] for i in range(min(len(self._pending), limit or 512))]
             results = index.run_batch(batch)
             kept: list[tuple[int, str, str, bytes]] = []
-            for entry, result in zip(batch, results):
+            for entry, result in zip(batch, results):  # shorter when Redis failed
                 self._pending.popleft()
                 if not self._reindexed(index, entry, result):
                     kept.append(entry)
@@ -898,6 +1103,10 @@ class RedisBackend:
         self, index: RedisSimhashIndex, entry: tuple[int, str, str, bytes], result: Any
     ) -> bool:
         """Count one queued page's answer; False when it must stay queued."""
+        if isinstance(result, IndexMissingError):
+            # gone while the page waited: it goes into the index created again
+            self._index_lost(index, result)
+            result = index.run_batch([entry])[0]
         if isinstance(result, Exception):
             # full, or metadata gone or replaced (the next probe says so), or failing
             logger.debug("Queued page refused by Redis: %(error)r", {"error": result})
@@ -927,6 +1136,9 @@ class RedisBackend:
         index, self.index = self.index, None
         if getattr(index, "lease_lost", 0):
             self.counts["lease_lost_count"] = index.lease_lost
+        if index is not None:
+            self.counts.update(index.counts)
+            index.counts.clear()
         try:
             if index is not None:
                 if self._pending:
@@ -944,12 +1156,26 @@ class RedisBackend:
                     "(simhash/redis/unindexed_count)",
                     {"count": len(self._pending), "where": self.where},
                 )
+            if self._lost is not None:
+                logger.error(
+                    "The shared simhash index at %(where)s vanished during the crawl "
+                    "(%(count)d times; last: %(error)s): the pages indexed before each loss "
+                    "are gone for every crawl sharing it (simhash/redis/index_lost_count)",
+                    {
+                        "where": self.where,
+                        "count": self.counts["index_lost_count"],
+                        "error": self._lost,
+                    },
+                )
             self.client.close()
 
     def stats(self) -> dict[str, int]:
         """Counters of the queue of pages Redis could not take at once: the
         ``simhash/redis/`` stats."""
         counts = {**self.counts, "queue_length": len(self._pending)}
+        if self.index is not None:
+            for name, value in self.index.counts.items():
+                counts[name] = counts.get(name, 0) + value
         if getattr(self.index, "lease_lost", 0):  # sharded tables, while open
             counts["lease_lost_count"] = self.index.lease_lost
         return {f"redis/{name}": value for name, value in counts.items()}

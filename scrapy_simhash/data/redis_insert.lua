@@ -1,0 +1,156 @@
+-- scrapy-simhash: the conditional insert of one page into the shared index.
+--
+-- The client has read the page's buckets, compared the fingerprints and
+-- confirmed the candidates by their sketches itself; this script only checks
+-- that nothing it read has changed meanwhile and appends. It never scans
+-- entries and never reads a sketch: its cost is a few commands per table,
+-- whatever the buckets hold.
+--
+-- KEYS[1]  metadata hash (fields: signature, epoch, size, ...)
+-- KEYS[2]  URL hash: decimal key -> URL (URL format "full"), or
+--          key // B -> B packed 8-byte URL hashes in key order ("hash")
+-- KEYS[3]  sketch hash: decimal key -> the page's sketch (stored, not read)
+-- KEYS[4..] one hash per permuted table: bucket field -> packed entries
+-- ARGV[1]  layout signature the caller was opened with
+-- ARGV[2]  epoch of the index the caller joined (changes when it is recreated)
+-- ARGV[3]  entry to append: fingerprint (8 bytes) .. 4 zero bytes (the key
+--          is filled in here)
+-- ARGV[4]  URL stored with the new key ("" stores none), or its 8-byte hash
+-- ARGV[5]  URL format: 0 for "full", B (the block size) for "hash"
+-- ARGV[6]  the page's sketch ("" stores none)
+-- ARGV[7]  bucket capacity in bytes: a bucket this full is not appended to
+-- ARGV[8]  "check": run every command this script needs once, changing
+--          nothing (the start-up permission check); else "insert"
+-- ARGV[9..] per table, same order as KEYS[4..]: the bucket field, then the
+--          bucket's length in bytes when the client read it (-1: do not check)
+--
+-- Returns {status, new_key, skipped}: status 0 inserted (new_key; skipped:
+-- tables whose bucket was full), -1 metadata missing, -2 signature or epoch
+-- differs (new_key holds the stored "signature/epoch"), -3 Redis is full
+-- (maxmemory): nothing was written, -4 a bucket changed since it was read
+-- (new_key holds the table's number): read again; -5 every bucket is full:
+-- nothing was written; -6 (check) a command was refused: {-6, command, error}.
+
+local meta, urls, sketches = KEYS[1], KEYS[2], KEYS[3]
+local signature, epoch, entry, url = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local url_block, sketch, capacity = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local check = ARGV[8] == 'check'
+local FIRST_TABLE, FIRST_BUCKET = 4, 9
+local ntables = #KEYS - FIRST_TABLE + 1
+
+-- 1. the index must be the one the caller joined
+local stored = redis.call('HMGET', meta, 'signature', 'epoch')
+if not stored[1] then
+  return {-1, 0, 0}
+end
+if stored[1] ~= signature or stored[2] ~= epoch then
+  return {-2, tostring(stored[1]) .. '/' .. tostring(stored[2]), 0}
+end
+
+if check then
+  -- every command of an insert once, changing nothing: writes on the
+  -- metadata only (its own signature again, size + 0), reads on every key
+  -- (so a user that may read but not write the tables is not caught here);
+  -- the first one refused is named: {-6, command, error}
+  local function try(...)
+    local reply = redis.pcall(...)
+    if type(reply) == 'table' and reply.err then
+      if string.find(reply.err, 'OOM', 1, true) then
+        return nil -- full, not forbidden: checked pages are queued then
+      end
+      error({command = (...), err = reply.err})
+    end
+    return reply
+  end
+  local ok, failure = pcall(function()
+    try('HINCRBY', meta, 'size', 0)
+    try('HSET', meta, 'signature', signature)
+    for t = 1, ntables do
+      local key = KEYS[t + FIRST_TABLE - 1]
+      try('HSTRLEN', key, ARGV[FIRST_BUCKET + 2 * (t - 1)])
+      try('HGET', key, ARGV[FIRST_BUCKET + 2 * (t - 1)])
+    end
+    try('HGET', urls, '0')
+    try('HGET', sketches, '0')
+  end)
+  if not ok then
+    if type(failure) == 'table' then
+      return {-6, failure.command, failure.err}
+    end
+    return redis.error_reply(tostring(failure))
+  end
+  return {0, 0, 0}
+end
+
+-- 2. every bucket as long as when the client read it (buckets only grow:
+-- the same length is the same content)
+local lengths = {}
+for t = 1, ntables do
+  local at = FIRST_BUCKET + 2 * (t - 1)
+  local length = redis.call('HSTRLEN', KEYS[t + FIRST_TABLE - 1], ARGV[at])
+  local seen = tonumber(ARGV[at + 1])
+  if seen >= 0 and length ~= seen then
+    return {-4, t - 1, 0}
+  end
+  lengths[t] = length
+end
+
+-- 3. a key, unless no table has room. The first write is a pcall: Redis refuses every write of a
+-- script that started above maxmemory (noeviction), so either all of them
+-- run or none.
+local room = ntables == 0
+for t = 1, ntables do
+  room = room or lengths[t] + 12 <= capacity
+end
+if not room then
+  return {-5, 0, ntables}
+end
+local reply = redis.pcall('HINCRBY', meta, 'size', 1)
+if type(reply) == 'table' and reply.err then
+  if string.find(reply.err, 'OOM', 1, true) then
+    return {-3, 0, 0}
+  end
+  return reply
+end
+local new_key = reply
+if new_key > 4294967295 then
+  redis.call('HINCRBY', meta, 'size', -1)
+  return redis.error_reply('simhash index full: keys are 32-bit')
+end
+entry = string.sub(entry, 1, 8) .. string.char(
+  math.floor(new_key / 16777216) % 256, math.floor(new_key / 65536) % 256,
+  math.floor(new_key / 256) % 256, new_key % 256)
+
+-- 4. append to every bucket that has room
+local skipped = 0
+for t = 1, ntables do
+  local key, field = KEYS[t + FIRST_TABLE - 1], ARGV[FIRST_BUCKET + 2 * (t - 1)]
+  if lengths[t] + 12 > capacity then
+    skipped = skipped + 1
+  elseif lengths[t] == 0 then
+    redis.call('HSET', key, field, entry)
+  else
+    redis.call('HSET', key, field, redis.call('HGET', key, field) .. entry)
+  end
+end
+
+-- 5. the URL and the sketch
+if url_block > 0 then
+  -- keys are handed out in order, so a block is append-only: key n is at
+  -- offset (n % B) * 8; a missing URL is stored as 8 zero bytes
+  local field = string.format('%d', math.floor(new_key / url_block))
+  local hash = url ~= '' and url or string.rep('\0', 8)
+  local block = redis.call('HGET', urls, field) or ''
+  local want = (new_key % url_block) * 8
+  if #block < want then
+    block = block .. string.rep('\0', want - #block)
+  end
+  redis.call('HSET', urls, field, string.sub(block, 1, want) .. hash)
+elseif url ~= '' then
+  redis.call('HSET', urls, string.format('%d', new_key), url)
+end
+if sketch ~= '' then
+  redis.call('HSET', sketches, string.format('%d', new_key), sketch)
+end
+
+return {0, new_key, skipped}
