@@ -120,8 +120,8 @@ def test_parity_with_simhash_index(redis_client):
             next_key += 1
 
 
-def test_lua_confirmation_equals_is_duplicate(redis_client):
-    """The script's verdicts (candidate within k, sketch confirming) are
+def test_confirmation_equals_is_duplicate(redis_client):
+    """The index's verdicts (candidate within k, sketch confirming) are
     ``is_duplicate``'s on random pairs: near fingerprints, sketches agreeing in
     any number of bins, empty bins, stored pages without a sketch."""
     from scrapy_simhash.fingerprinting.signature import is_duplicate
@@ -322,10 +322,19 @@ def test_replaced_index_is_noticed_mid_crawl(redis_url, redis_client):
 
 def _pairs(n: int, seed: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """n pairs of fingerprints within 3 bits (0 included), as (pair, fp) items."""
+    left, right = _groups(n, 2, seed)
+    return left, right
+
+
+def _groups(n: int, size: int, seed: int) -> list[list[tuple[int, int]]]:
+    """n groups of ``size`` fingerprints within 3 bits of the group's first, as
+    one list of (group, fp) items per member."""
     rng = np.random.default_rng(seed)
-    left = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False).tolist()
-    right = [flip(fp, rng, int(rng.integers(0, 4))) for fp in left]
-    return list(enumerate(left)), list(enumerate(right))
+    first = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False).tolist()
+    members = [list(enumerate(first))]
+    for _ in range(size - 1):
+        members.append([(g, flip(fp, rng, int(rng.integers(0, 4)))) for g, fp in enumerate(first)])
+    return members
 
 
 def _insert_all(url: str, items: list[tuple[int, int]], start, results) -> None:
@@ -334,17 +343,24 @@ def _insert_all(url: str, items: list[tuple[int, int]], start, results) -> None:
     index = make_index(client, TableLayout.parse("16,16,16,16", 3), expected_size=256)
     start.wait()
     for pair, fp in items:
-        _, _, key = index.query_and_add(fp, str(pair))
+        # every sketch the same: each near pair is confirmed on the client
+        _, _, key = index.query_and_add(fp, str(pair), sketch=SKETCH)
         results.put((pair, key))
+    results.put(("conflicts", index.counts["conflict_count"]))
     client.close()
 
 
-def _check_pairs(n: int, results: list[tuple[int, int]]) -> None:
-    assert len(results) == 2 * n
+def _check_pairs(n: int, results: list[tuple[int, int]]) -> int:
+    """Exactly one member of each group kept; returns the conflicts read again."""
     kept = [0] * n
+    conflicts = 0
     for pair, key in results:
-        kept[pair] += key > 0
+        if pair == "conflicts":
+            conflicts += key
+        else:
+            kept[pair] += key > 0
     assert kept == [1] * n
+    return conflicts
 
 
 def test_concurrent_threads_keep_each_pair_once(redis_url):
@@ -354,32 +370,92 @@ def test_concurrent_threads_keep_each_pair_once(redis_url):
     out: queue.Queue = queue.Queue()
     start = threading.Barrier(4)
     # both members of a pair are sent at about the same moment: the race a
-    # probe-then-insert in two calls loses
+    # probe-then-insert without the conditional insert loses
     work = [left[:200], right[:200], left[200:], right[200:]]
     threads = [threading.Thread(target=_insert_all, args=(redis_url, w, start, out)) for w in work]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
-    _check_pairs(400, [out.get_nowait() for _ in range(out.qsize())])
+    results = [out.get_nowait() for _ in range(out.qsize())]
+    assert len(results) == 800 + 4
+    _check_pairs(400, results)
 
 
-def test_concurrent_processes_keep_each_pair_once(redis_url):
+def test_concurrent_processes_keep_each_group_once(redis_url):
+    """Four processes each send one member of the same 500 near-duplicate groups
+    at the same moment: every group is kept exactly once (0 pages kept twice);
+    the conditional insert had to send some writers back to read again."""
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    left, right = _pairs(600, seed=12)
-    start = ctx.Barrier(2)
+    n, procs_n = 500, 4
+    members = _groups(n, procs_n, seed=12)
+    start = ctx.Barrier(procs_n)
     out = ctx.Queue()
     procs = [
-        ctx.Process(target=_insert_all, args=(redis_url, left, start, out)),
-        ctx.Process(target=_insert_all, args=(redis_url, right, start, out)),
+        ctx.Process(target=_insert_all, args=(redis_url, member, start, out))
+        for member in members
     ]
     for proc in procs:
         proc.start()
-    results = [out.get(timeout=60) for _ in range(1200)]
+    results = [out.get(timeout=120) for _ in range(n * procs_n + procs_n)]
     for proc in procs:
         proc.join(30)
         assert proc.exitcode == 0
-    _check_pairs(600, results)
+    conflicts = _check_pairs(n, results)
+    print(f"{procs_n} processes, {n} groups: each kept once, {conflicts} inserts read again")
+
+
+def test_insert_after_a_concurrent_change_reads_again(redis_client):
+    """A near-duplicate stored by another writer between this probe's read and its
+    insert: the insert is refused (the bucket grew) and the second read finds it."""
+    other = make_index(redis_client, TableLayout.parse("16,16,16,16", 3), expected_size=256)
+
+    class Interleaved(RedisSimhashIndex):
+        raced = False
+
+        def _confirmed(self, candidates, sketch):
+            if not self.raced:
+                self.raced = True
+                other.query_and_add(0xABCDEF, "https://other/", sketch=SKETCH)
+            return super()._confirmed(candidates, sketch)
+
+    index = Interleaved(redis_client, "test:simhash", TableLayout.parse("16,16,16,16", 3),
+                        expected_size=256)  # fmt: skip
+    index.open()
+    matches, url, key = index.query_and_add(0xABCDEE, "https://mine/", sketch=SKETCH)
+    assert [m.fingerprint for m in matches] == [0xABCDEF] and url == "https://other/"
+    assert key == 0 and index.counts["conflict_count"] == 1 and len(index) == 1
+
+
+def test_pages_sharing_a_fingerprint_cost_a_bounded_call(redis_client):
+    """3,000 distinct pages with one fingerprint (sketches that never confirm each
+    other): none is dropped, each call stays short (SLOWLOG), the buckets stop
+    growing at SAME_FINGERPRINT_CAP entries, and a copy of a stored one is found."""
+    from scrapy_simhash.backends.redis import SAME_FINGERPRINT_CAP
+
+    index = make_index(redis_client, TableLayout.plan(6, 100_000), expected_size=100_000)
+    rng = np.random.default_rng(4)
+    fp = int(rng.integers(0, 2**63))
+    sketches = [rng.integers(1, 256, SKETCH_BINS, dtype=np.uint8).tobytes() for _ in range(3000)]
+    redis_client.config_set("slowlog-log-slower-than", 0)
+    redis_client.slowlog_reset()
+    redis_client.config_set("slowlog-max-len", 100_000)
+    slowest = 0
+    for i, sketch in enumerate(sketches):
+        matches, _, _ = index.query_and_add(fp, f"https://e/{i}", sketch=sketch)
+        assert matches == []  # never dropped, examined or not
+        if i % 500 == 499:
+            slowest = max([slowest, *(e["duration"] for e in redis_client.slowlog_get(100_000))])
+            redis_client.slowlog_reset()
+    redis_client.config_set("slowlog-log-slower-than", 10_000)
+    assert slowest <= 5000, slowest  # microseconds
+    assert len(index) == SAME_FINGERPRINT_CAP
+    assert index.counts["crowded_count"] == 3000 - SAME_FINGERPRINT_CAP
+    for key in index.table_keys:
+        assert max(len(v) for v in redis_client.hvals(key)) <= SAME_FINGERPRINT_CAP * 12
+    copy, _, _ = index.query_and_add(fp ^ 1, "", add="never", sketch=sketches[3])
+    assert [m.key for m in copy] == [4]
+    print(f"3,000 pages sharing a fingerprint: slowest Redis command {slowest} us")
 
 
 # -- the backend: connection and failures -------------------------------------------------

@@ -231,7 +231,10 @@ async def test_hung_redis_never_stalls_the_crawl_beyond_the_timeout(site, redis_
     assert 1 <= len(waited) <= 3, durations  # the hold-off spares the others
     counts = redis_stats(crawler)
     assert counts["queued_count"] >= len(waited) and counts["unindexed_count"] == 0
-    assert counts.get("reindexed_already_stored_count", 0) >= 1  # the lost answer's page
+    # the page whose answer was lost is stored once: its insert never ran (the read
+    # timed out), or it ran and re-indexing finds the page under its own URL
+    indexed = counts.get("reindexed_count", 0) + counts.get("reindexed_already_stored_count", 0)
+    assert indexed == counts["queued_count"], counts
     assert crawler.stats.get_value("simhash/index_size") == 31  # each page once
     assert len(crawler.spider.parsed) == 31
     print(f"hung 1.5 s: {len(durations)} calls, {len(waited)} waited, longest "

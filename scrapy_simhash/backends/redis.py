@@ -440,7 +440,11 @@ class RedisSimhashIndex:
         pipe.hmget(self.meta_key, ["signature", "epoch"])
         for key, field in zip(self.table_keys, fields):
             pipe.hget(key, field)
-        replies = pipe.execute()
+        try:
+            replies = pipe.execute()
+        except self._errors:
+            self._node_failed()
+            raise
         self._check_alive(*replies[0])
         return replies[1:]
 
@@ -534,7 +538,11 @@ class RedisSimhashIndex:
         ]  # fmt: skip
         for field, length in zip(fields, lengths):
             args += [field, length]
-        status, value, skipped = self._script(keys=keys, args=args, client=self._node())
+        try:
+            status, value, skipped = self._script(keys=keys, args=args, client=self._node())
+        except self._errors:
+            self._node_failed()
+            raise
         if status == -1:
             self._check_alive(None, None)
         if status == -2:
@@ -578,6 +586,17 @@ class RedisSimhashIndex:
         if node_of is None:
             return self.client
         return self.client.get_redis_connection(node_of(self.meta_key))
+
+    def _node_failed(self) -> None:
+        """After a failed call to the node directly: a cluster client reads the
+        slot map again only on errors of its own calls, so a failover would
+        otherwise go unnoticed."""
+        manager = getattr(self.client, "nodes_manager", None)
+        if manager is not None:
+            try:
+                manager.initialize()
+            except (*self._errors, import_redis().exceptions.RedisClusterException):
+                pass
 
     def pipeline(self) -> Any:
         """A non-transactional pipeline to the node holding this index."""

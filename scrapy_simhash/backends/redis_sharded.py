@@ -180,11 +180,7 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
         try:
             replies = pipe.execute(raise_on_error=True)
         except self._errors:
-            # a node gone or a slot moved: the cluster client reads the slot map
-            # again only on errors of its own calls
-            manager = getattr(self.client, "nodes_manager", None)
-            if manager is not None:
-                manager.initialize()
+            self._node_failed()  # a node gone or a slot moved
             raise
         return replies
 
