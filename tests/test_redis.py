@@ -327,13 +327,17 @@ def _pairs(n: int, seed: int) -> tuple[list[tuple[int, int]], list[tuple[int, in
 
 
 def _groups(n: int, size: int, seed: int) -> list[list[tuple[int, int]]]:
-    """n groups of ``size`` fingerprints within 3 bits of the group's first, as
-    one list of (group, fp) items per member."""
+    """n groups of ``size`` fingerprints within 3 bits of each other (0 included;
+    with more than two, within 1 bit of the group's first), as one list of
+    (group, fp) items per member."""
     rng = np.random.default_rng(seed)
     first = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False).tolist()
     members = [list(enumerate(first))]
+    most = 3 if size == 2 else 1
     for _ in range(size - 1):
-        members.append([(g, flip(fp, rng, int(rng.integers(0, 4)))) for g, fp in enumerate(first)])
+        members.append(
+            [(g, flip(fp, rng, int(rng.integers(0, most + 1)))) for g, fp in enumerate(first)]
+        )
     return members
 
 
