@@ -292,7 +292,7 @@ def test_reset_clears_and_close_keeps(redis_url, redis_client):
     backend.open("spider")
     assert backend.query_and_add(sig(0xFF), "https://a/") is None
     backend.close()
-    keys = ("spider:simhash:meta", "spider:simhash:t0", "spider:simhash:urls")
+    keys = ("spider:simhash:meta", "spider:simhash:buckets", "spider:simhash:urls")
     assert redis_client.exists(*keys) == 3
     again = backend_for(redis_url)
     assert again.open("spider") == 1
@@ -455,8 +455,7 @@ def test_pages_sharing_a_fingerprint_cost_a_bounded_call(redis_client):
     assert slowest <= 5000, slowest  # microseconds
     assert len(index) == SAME_FINGERPRINT_CAP
     assert index.counts["crowded_count"] == 3000 - SAME_FINGERPRINT_CAP
-    for key in index.table_keys:
-        assert max(len(v) for v in redis_client.hvals(key)) <= SAME_FINGERPRINT_CAP * 12
+    assert max(len(v) for v in redis_client.hvals(index.buckets_key)) <= SAME_FINGERPRINT_CAP * 12
     copy, _, _ = index.query_and_add(fp ^ 1, "", add="never", sketch=sketches[3])
     assert [m.key for m in copy] == [4]
     print(f"3,000 pages sharing a fingerprint: slowest Redis command {slowest} us")
@@ -655,8 +654,8 @@ def test_redis_params_and_key_template(redis_url, redis_client):
     assert redis_client.dbsize() == 0
     db3 = import_redis().Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
     assert sorted(db3.keys()) == [
-        b"crawl:news:near:meta", b"crawl:news:near:sketches",
-        *(b"crawl:news:near:t%d" % i for i in range(4)), b"crawl:news:near:urls",
+        b"crawl:news:near:buckets", b"crawl:news:near:meta", b"crawl:news:near:sketches",
+        b"crawl:news:near:urls",
     ]
     db3.close()
 
@@ -687,7 +686,7 @@ def test_index_info_and_clear_for_tools(redis_client):
     info = index_info(redis_client, "tool:simhash")
     assert info["k"] == 3 and info["size"] == 1 and info["layout"] == layout.to_dict()
     assert info["fingerprint_version"] == FINGERPRINT_VERSION
-    assert clear_index(redis_client, "tool:simhash") == 2 + 16
+    assert clear_index(redis_client, "tool:simhash") == 3  # meta, urls, buckets
     assert redis_client.keys("tool:*") == [b"tool:simhash:unrelated"]
 
 

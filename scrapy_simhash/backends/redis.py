@@ -196,7 +196,8 @@ def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] 
         tables = len(TableLayout.from_dict(info["layout"]).tables)
     except (KeyError, ValueError, TypeError):
         tables = 0
-    keys.update(f"{prefix}:t{i}" for i in range(tables))
+    keys.update(f"{prefix}:t{i}" for i in range(tables))  # formats 1 and 2
+    keys.add(f"{prefix}:buckets")
     return int(client.delete(*sorted(keys)))
 
 
@@ -239,7 +240,10 @@ class RedisSimhashIndex:
         self.meta_key = f"{prefix}:meta"
         self.urls_key = f"{prefix}:urls"
         self.sketches_key = f"{prefix}:sketches"
-        self.table_keys = [f"{prefix}:t{i}" for i in range(len(self._tables))]
+        self.buckets_key = f"{prefix}:buckets"
+        #: Table ``t``'s buckets are the fields of :attr:`buckets_key` that start
+        #: with ``t`` in this many bytes.
+        self._table_width = 1 if len(self._tables) <= 256 else 2
         if bucket_bits is not None and not 1 <= bucket_bits <= 32:
             raise ValueError(f"bucket_bits must be from 1 to 32, got {bucket_bits!r}")
         self.bucket_bits = bucket_bits or self._default_bucket_bits()
@@ -333,7 +337,7 @@ class RedisSimhashIndex:
 
     def clear(self) -> int:
         """Delete every key of this index (its tables, URLs and metadata)."""
-        return clear_index(self.client, self.prefix, extra=self.table_keys)
+        return clear_index(self.client, self.prefix)
 
     def __len__(self) -> int:
         return int(self.client.hget(self.meta_key, "size") or 0)
@@ -348,11 +352,19 @@ class RedisSimhashIndex:
     def bucket_fields(self, fp: int) -> list[bytes]:
         """The bucket field of ``fp`` in each table."""
         fields = []
-        for table in self._tables:
+        for t, table in enumerate(self._tables):
             take = self._take(table)
             bucket = table.permute(fp) >> (64 - take)
-            fields.append(bucket.to_bytes((take + 7) // 8, "big"))
+            fields.append(self._field(t, bucket.to_bytes((take + 7) // 8, "big")))
         return fields
+
+    def _field(self, table: int, bucket: bytes) -> bytes:
+        """The field of table ``table``'s ``bucket`` in :meth:`_table_key`."""
+        return table.to_bytes(self._table_width, "big") + bucket
+
+    def _table_key(self, table: int) -> str:
+        """The hash holding table ``table``'s buckets (all of them here)."""
+        return self.buckets_key
 
     def bucket_numbers(self, fps: np.ndarray) -> list[np.ndarray]:
         """Vectorised :meth:`bucket_fields`: per table, the bucket numbers (uint64)."""
@@ -438,15 +450,14 @@ class RedisSimhashIndex:
         epoch (checked: :meth:`_check_alive`), in one pipelined round trip."""
         pipe = self.pipeline()
         pipe.hmget(self.meta_key, ["signature", "epoch"])
-        for key, field in zip(self.table_keys, fields):
-            pipe.hget(key, field)
+        pipe.hmget(self.buckets_key, fields)
         try:
-            replies = pipe.execute()
+            meta, blobs = pipe.execute()
         except self._errors:
             self._node_failed()
             raise
-        self._check_alive(*replies[0])
-        return replies[1:]
+        self._check_alive(*meta)
+        return blobs
 
     def _check_alive(self, signature: bytes | None, epoch: bytes | None) -> None:
         """Raise when the index this process joined is no longer there: gone
@@ -523,8 +534,9 @@ class RedisSimhashIndex:
         return int(np.count_nonzero(rows["fp"] == np.uint64(fp))) >= SAME_FINGERPRINT_CAP
 
     def _script_tables(self) -> list[str]:
-        """The table keys the insert script appends to (all: they share a slot)."""
-        return self.table_keys
+        """The bucket key the insert script appends to (none when the tables
+        live in slots of their own)."""
+        return [self.buckets_key]
 
     def _insert(
         self, fp: int, url: str, sketch: bytes, fields: list[bytes], lengths: list[int]
@@ -576,7 +588,7 @@ class RedisSimhashIndex:
 
     def slot_keys(self) -> list[str]:
         """The keys one script call touches, which a cluster needs in one slot."""
-        return [self.meta_key, self.urls_key, self.sketches_key, *self.table_keys]
+        return [self.meta_key, self.urls_key, self.sketches_key, self.buckets_key]
 
     def _node(self) -> Any:
         """The client of the node holding this index's slot (the client itself
@@ -702,13 +714,13 @@ class RedisSimhashIndex:
             data = entries[order].tobytes()
             args: list[bytes] = []
             for start, end in zip(starts.tolist(), ends.tolist()):
-                field = int(sorted_buckets[start]).to_bytes(width, "big")
+                field = self._field(table, int(sorted_buckets[start]).to_bytes(width, "big"))
                 args += [field, data[start * ENTRY_SIZE : end * ENTRY_SIZE]]
                 if len(args) >= 2 * batch:
-                    append(keys=[self.table_keys[table]], args=args)
+                    append(keys=[self._table_key(table)], args=args)
                     args = []
             if args:
-                append(keys=[self.table_keys[table]], args=args)
+                append(keys=[self._table_key(table)], args=args)
         if urls is not None and self.url_format == "hash":
             self._add_url_hashes(int(keys[0]), urls)
         elif urls is not None:
@@ -929,7 +941,7 @@ class RedisBackend:
                 "prefix": prefix,
                 "where": self.where,
                 "size": self._size,
-                "tables": len(index.table_keys),
+                "tables": len(index.layout.tables),
                 "bits": index.bucket_bits,
             },
         )

@@ -89,6 +89,12 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
     def slot_keys(self) -> list[str]:
         return [self.meta_key, self.urls_key, self.sketches_key, self.lock_key]
 
+    def _field(self, table: int, bucket: bytes) -> bytes:
+        return bucket  # a key per table
+
+    def _table_key(self, table: int) -> str:
+        return self.table_keys[table]
+
     def _script_tables(self) -> list[str]:
         return []  # in slots of their own: appended by _append
 

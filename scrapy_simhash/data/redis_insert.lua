@@ -10,7 +10,8 @@
 -- KEYS[2]  URL hash: decimal key -> URL (URL format "full"), or
 --          key // B -> B packed 8-byte URL hashes in key order ("hash")
 -- KEYS[3]  sketch hash: decimal key -> the page's sketch (stored, not read)
--- KEYS[4..] one hash per permuted table: bucket field -> packed entries
+-- KEYS[4]  bucket hash: table number (1 byte) .. bucket -> packed entries
+--          (absent when the tables live elsewhere: the sharded placement)
 -- ARGV[1]  layout signature the caller was opened with
 -- ARGV[2]  epoch of the index the caller joined (changes when it is recreated)
 -- ARGV[3]  entry to append: fingerprint (8 bytes) .. 4 zero bytes (the key
@@ -21,8 +22,8 @@
 -- ARGV[7]  bucket capacity in bytes: a bucket this full is not appended to
 -- ARGV[8]  "check": run every command this script needs once, changing
 --          nothing (the start-up permission check); else "insert"
--- ARGV[9..] per table, same order as KEYS[4..]: the bucket field, then the
---          bucket's length in bytes when the client read it (-1: do not check)
+-- ARGV[9..] per table: the bucket's field in KEYS[4], then its length in
+--          bytes when the client read it (-1: do not check)
 --
 -- Returns {status, new_key, skipped}: status 0 inserted (new_key; skipped:
 -- tables whose bucket was full), -1 metadata missing, -2 signature or epoch
@@ -35,8 +36,13 @@ local meta, urls, sketches = KEYS[1], KEYS[2], KEYS[3]
 local signature, epoch, entry, url = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local url_block, sketch, capacity = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 local check = ARGV[8] == 'check'
-local FIRST_TABLE, FIRST_BUCKET = 4, 9
-local ntables = #KEYS - FIRST_TABLE + 1
+local buckets = KEYS[4]
+local FIRST_BUCKET = 9
+local ntables = (#ARGV - FIRST_BUCKET + 1) / 2
+local fields = {}
+for t = 1, ntables do
+  fields[t] = ARGV[FIRST_BUCKET + 2 * (t - 1)]
+end
 
 -- 1. the index must be the one the caller joined
 local stored = redis.call('HMGET', meta, 'signature', 'epoch')
@@ -65,10 +71,8 @@ if check then
   local ok, failure = pcall(function()
     try('HINCRBY', meta, 'size', 0)
     try('HSET', meta, 'signature', signature)
-    for t = 1, ntables do
-      local key = KEYS[t + FIRST_TABLE - 1]
-      try('HSTRLEN', key, ARGV[FIRST_BUCKET + 2 * (t - 1)])
-      try('HGET', key, ARGV[FIRST_BUCKET + 2 * (t - 1)])
+    if ntables > 0 then
+      try('HMGET', buckets, unpack(fields))
     end
     try('HGET', urls, '0')
     try('HGET', sketches, '0')
@@ -83,12 +87,13 @@ if check then
 end
 
 -- 2. every bucket as long as when the client read it (buckets only grow:
--- the same length is the same content)
+-- the same length is the same content). One HMGET for all of them: a
+-- command called from Lua costs far more than the bytes it copies.
+local blobs = ntables > 0 and redis.call('HMGET', buckets, unpack(fields)) or {}
 local lengths = {}
 for t = 1, ntables do
-  local at = FIRST_BUCKET + 2 * (t - 1)
-  local length = redis.call('HSTRLEN', KEYS[t + FIRST_TABLE - 1], ARGV[at])
-  local seen = tonumber(ARGV[at + 1])
+  local length = blobs[t] and #blobs[t] or 0
+  local seen = tonumber(ARGV[FIRST_BUCKET + 2 * (t - 1) + 1])
   if seen >= 0 and length ~= seen then
     return {-4, t - 1, 0}
   end
@@ -121,17 +126,18 @@ entry = string.sub(entry, 1, 8) .. string.char(
   math.floor(new_key / 16777216) % 256, math.floor(new_key / 65536) % 256,
   math.floor(new_key / 256) % 256, new_key % 256)
 
--- 4. append to every bucket that has room
-local skipped = 0
+-- 4. append to every bucket that has room, in one HSET
+local skipped, pairs = 0, {}
 for t = 1, ntables do
-  local key, field = KEYS[t + FIRST_TABLE - 1], ARGV[FIRST_BUCKET + 2 * (t - 1)]
   if lengths[t] + 12 > capacity then
     skipped = skipped + 1
-  elseif lengths[t] == 0 then
-    redis.call('HSET', key, field, entry)
   else
-    redis.call('HSET', key, field, redis.call('HGET', key, field) .. entry)
+    pairs[#pairs + 1] = fields[t]
+    pairs[#pairs + 1] = (blobs[t] or '') .. entry
   end
+end
+if #pairs > 0 then
+  redis.call('HSET', buckets, unpack(pairs))
 end
 
 -- 5. the URL and the sketch
