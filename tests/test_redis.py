@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import sys
 import threading
@@ -727,3 +728,96 @@ def test_redis_info_and_clear_commands(redis_url, redis_client):
          "--url", "redis://127.0.0.1:1"], capture_output=True, text=True, timeout=60,
     )
     assert down.returncode == 1 and "not reachable" in down.stderr
+
+
+# -- start-up checks and a vanished index ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("denied", "named"),
+    [("-evalsha", "EVALSHA"), ("-hset", "HSET"), ("-hmget", "HMGET"), ("-eval", "EVAL")],
+)
+def test_missing_permission_is_named_at_start(redis_server_factory, denied, named):
+    """A Redis ACL user that may not run a command the backend needs is refused at
+    open, in one line naming the command and the user (not page after page)."""
+    server = redis_server_factory()
+    admin = import_redis().Redis.from_url(server.url)
+    admin.acl_setuser("crawler", enabled=True, passwords=["+pw"], keys=["*"],
+                      commands=["+@all", denied])  # fmt: skip
+    url = server.url.replace("redis://", "redis://crawler:pw@")
+    backend = backend_for(url)
+    with pytest.raises(BackendError) as info:
+        backend.open("spider")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "Redis user 'crawler'" in message and f"may not run {named}" in message, message
+    assert "redis://crawler:***@" in message
+    backend.client.close()
+    # allowed everything: it opens and works
+    admin.acl_setuser("crawler", enabled=True, commands=["+@all"])
+    backend = backend_for(url)
+    backend.open("spider")
+    assert backend.query_and_add(sig(0xF0), "https://a/") is None
+    backend.close()
+    admin.close()
+
+
+def test_index_of_an_older_format_is_refused_clearly(redis_client, redis_url):
+    redis_client.hset("spider:simhash:meta", mapping={
+        "k": "3", "format": "1", "size": "10", "signature": "x", "bucket_bits": "16",
+    })  # fmt: skip
+    with pytest.raises(BackendError, match=r"older scrapy-simhash \(format 1;.*SIMHASH_RESET"):
+        backend_for(redis_url).open("spider")
+    backend = backend_for(redis_url, reset=True)
+    assert backend.open("spider") == 0
+    backend.close()
+
+
+def test_index_lost_with_pages_queued_is_rebuilt_from_them(redis_server_factory, caplog):
+    """Redis restarts empty (no persistence) while pages wait in the queue: the
+    loss is detected, counted and reported at close, and the queued pages are
+    indexed into the index created again."""
+    server = redis_server_factory()
+    backend = backend_for(server.url, redis_timeout=0.3)
+    backend.open("spider")
+    assert backend.query_and_add(sig(0xABC), "https://a/") is None
+    server.kill()
+    for fp, url in [(0xF0F0F0, "https://b/"), (0xF0F0F1, "https://c/")]:
+        with pytest.raises(BackendError):
+            backend.query_and_add(sig(fp), url)
+    server.start()  # empty: the index is gone
+    _wait_for_retry(backend)
+    with caplog.at_level("WARNING", logger="scrapy_simhash.backends.redis"):
+        assert backend.query_and_add(sig(0x123 << 40), "https://d/") is None
+        # b was re-indexed into the new index: a copy of it is found
+        assert backend.query_and_add(sig(0xF0F0F2), "https://e/", add="never") == Duplicate(
+            "https://b/", 0xF0F0F0, 1
+        )
+        # a is gone with the old index
+        assert backend.query_and_add(sig(0xABD), "https://f/", add="never") is None
+        backend.close()
+    stats = backend.stats()
+    assert stats["redis/index_lost_count"] == 1
+    assert stats["redis/reindexed_count"] == 1 and stats["redis/reindexed_duplicate_count"] == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any("vanished" in m and "starting it again empty" in m for m in errors), errors
+    assert any("vanished during the crawl" in m for m in errors), errors
+
+
+def test_index_recreated_by_another_process_is_noticed(redis_url, redis_client):
+    """FLUSHALL, then another process creates the index again before this one calls:
+    the same settings give the same signature, the epoch tells them apart."""
+    first = backend_for(redis_url)
+    first.open("spider")
+    assert first.query_and_add(sig(0xAAA), "https://a/") is None
+    redis_client.flushall()
+    second = backend_for(redis_url)
+    assert second.open("spider") == 0
+    assert second.query_and_add(sig(0xBBB << 30), "https://b/") is None
+    assert first.query_and_add(sig(0xBBA << 30), "https://c/") == Duplicate(
+        "https://b/", 0xBBB << 30, 1
+    )
+    assert first.stats()["redis/index_lost_count"] == 1
+    assert "redis/index_lost_count" not in second.stats()
+    first.close()
+    second.close()

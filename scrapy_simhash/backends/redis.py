@@ -294,6 +294,8 @@ class RedisSimhashIndex:
             raw = self.client.eval(_INIT_SCRIPT, 1, self.meta_key, *flat)
         except import_redis().exceptions.NoPermissionError as exc:
             raise IndexPermissionError("EVAL", str(exc)) from exc
+        if len(raw) % 2:
+            self._refused(raw[0].decode(), raw[1].decode())
         stored = {raw[i].decode(): raw[i + 1].decode() for i in range(0, len(raw), 2)}
         self._check(identity, stored)
         self.bucket_bits = int(stored["bucket_bits"])
@@ -561,7 +563,7 @@ class RedisSimhashIndex:
             signature, _, epoch = value.decode().partition("/")
             self._check_alive(signature.encode(), epoch.encode())
         if status == -6:  # only in check mode
-            raise IndexPermissionError(value.decode(), skipped.decode())
+            self._refused(value.decode(), skipped.decode())
         return int(status), value, int(skipped)
 
     def _stored_url(self, url: str) -> Any:
@@ -641,7 +643,15 @@ class RedisSimhashIndex:
         except redis.exceptions.NoPermissionError as exc:
             raise IndexPermissionError(command, str(exc)) from exc
         if reply[0] == -6:
-            raise IndexPermissionError(reply[1].decode(), reply[2].decode())
+            self._refused(reply[1].decode(), reply[2].decode())
+
+    @staticmethod
+    def _refused(command: str, error: str) -> None:
+        """Raise for a command a script could not run: a permission error when
+        the Redis user may not, else the error itself."""
+        if "user executing the script" in error or "NOPERM" in error:
+            raise IndexPermissionError(command.upper(), error)
+        raise import_redis().exceptions.ResponseError(f"{command.upper()}: {error}")
 
     def url_token(self, url: str) -> str:
         """What the index keeps of ``url``: the URL, or ``xxh3:<16 hex digits>``
@@ -760,12 +770,32 @@ class RedisSimhashIndex:
             write(keys=[self.urls_key], args=args)
 
 
-# Creates the metadata hash unless it exists, atomically; returns what is stored.
+# Creates the metadata hash unless it exists, atomically; returns what is stored
+# (an even number of items), or {command, error} of a command refused (two,
+# tagged by a third item, "refused").
 _INIT_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], unpack(ARGV))
+local current -- a refused command may raise even under pcall
+local function try(...)
+  current = (...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({command = (...), message = reply.err})
+  end
+  return reply
 end
-return redis.call('HGETALL', KEYS[1])
+local ok, result = pcall(function()
+  if try('EXISTS', KEYS[1]) == 0 then
+    try('HSET', KEYS[1], unpack(ARGV))
+  end
+  return try('HGETALL', KEYS[1])
+end)
+if ok then
+  return result
+end
+if type(result) == 'table' then
+  return {result.command or current, result.message or result.err, 'refused'}
+end
+return redis.error_reply(tostring(result))
 """
 
 # Writes packed URL hashes at a byte offset of their block (padding a gap with zeros).

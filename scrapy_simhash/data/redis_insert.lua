@@ -58,13 +58,15 @@ if check then
   -- metadata only (its own signature again, size + 0), reads on every key
   -- (so a user that may read but not write the tables is not caught here);
   -- the first one refused is named: {-6, command, error}
+  local current -- a refused command may raise even under pcall
   local function try(...)
+    current = (...)
     local reply = redis.pcall(...)
     if type(reply) == 'table' and reply.err then
       if string.find(reply.err, 'OOM', 1, true) then
         return nil -- full, not forbidden: checked pages are queued then
       end
-      error({command = (...), err = reply.err})
+      error({command = (...), message = reply.err})
     end
     return reply
   end
@@ -79,7 +81,7 @@ if check then
   end)
   if not ok then
     if type(failure) == 'table' then
-      return {-6, failure.command, failure.err}
+      return {-6, failure.command or current, failure.message or failure.err}
     end
     return redis.error_reply(tostring(failure))
   end
