@@ -356,3 +356,26 @@ def test_two_scrapy_processes_share_one_index(redis_url, redis_client, tmp_path,
     # each drop names a page kept in the shared index, by either process
     assert drops and all(d["duplicate_of"] in kept for d in drops)
     assert all(s.get("simhash/duplicate_count", 0) > 0 for s in stats)
+
+
+@deferred_f_from_coro_f
+async def test_flushall_mid_crawl_is_reported(site, redis_url, redis_client, caplog):
+    """FLUSHALL after the first page: the next page finds the index gone, counts it,
+    creates it again and goes on deduplicating; the crawl ends with an ERROR naming
+    the loss and the finish reason simhash_index_lost, not a plain "finished"."""
+    serve_chain(site)
+
+    def flush_after_home(path: str) -> None:
+        if path == "/":
+            redis_client.flushall()
+
+    crawler = await crawl(
+        ChainSpider, redis_settings(redis_url), base=site.base, on_parse=flush_after_home
+    )
+    assert sorted(crawler.spider.parsed) == ["/", "/a", "/b"]  # /c and /d still dropped
+    assert crawler.stats.get_value("simhash/duplicate_count") == 2
+    assert redis_stats(crawler)["index_lost_count"] == 1
+    assert crawler.stats.get_value("finish_reason") == "simhash_index_lost"
+    assert crawler.stats.get_value("simhash/index_size") == 2  # "/" went with the old one
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any("vanished during the crawl" in m for m in errors), errors
