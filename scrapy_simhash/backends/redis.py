@@ -116,6 +116,7 @@ URL_BLOCK = 255
 
 _INSTALL_HINT = "the Redis backend needs the redis package: pip install 'scrapy-simhash[redis]'"
 _ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("key", ">u4")])
+_BYTE_INDEX = np.arange(8)
 
 
 def import_redis() -> Any:
@@ -249,6 +250,7 @@ class RedisSimhashIndex:
         self.bucket_bits = bucket_bits or self._default_bucket_bits()
         self.signature = ""
         self.epoch = ""  # set by open(): which creation of the index was joined
+        self._luts: tuple[np.ndarray, np.ndarray, list[int]] | None = None
         self._script = client.register_script(_script_source())
         #: What probes met (``redis/`` stats): conflicts read again, candidates
         #: not examined, pages not stored for a crowded fingerprint or full buckets.
@@ -352,13 +354,29 @@ class RedisSimhashIndex:
         return min(table.p, self.bucket_bits)
 
     def bucket_fields(self, fp: int) -> list[bytes]:
-        """The bucket field of ``fp`` in each table."""
-        fields = []
+        """The bucket field of ``fp`` in each table (every table at once: one
+        lookup per byte of ``fp`` in :meth:`_byte_tables`)."""
+        if self._luts is None:
+            self._luts = self._byte_tables()
+        luts, shifts, widths = self._luts
+        permuted = np.bitwise_or.reduce(luts[:, _BYTE_INDEX, np.frombuffer(
+            int(fp).to_bytes(8, "little"), dtype=np.uint8)], axis=1)
+        buckets = (permuted >> shifts).tolist()
+        return [self._field(t, bucket.to_bytes(width, "big"))
+                for t, (bucket, width) in enumerate(zip(buckets, widths))]
+
+    def _byte_tables(self) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """Per table, the permuted image of every value of every byte of a
+        fingerprint (a permutation moves bits, so the image of a fingerprint is
+        the OR of its bytes' images), the shift to a bucket, its width in bytes."""
+        values = np.arange(256, dtype=np.uint64)
+        luts = np.empty((len(self._tables), 8, 256), dtype=np.uint64)
         for t, table in enumerate(self._tables):
-            take = self._take(table)
-            bucket = table.permute(fp) >> (64 - take)
-            fields.append(self._field(t, bucket.to_bytes((take + 7) // 8, "big")))
-        return fields
+            for i in range(8):
+                luts[t, i] = table.permute_many(values << np.uint64(8 * i))
+        takes = [self._take(table) for table in self._tables]
+        shifts = np.array([64 - take for take in takes], dtype=np.uint64)
+        return luts, shifts, [(take + 7) // 8 for take in takes]
 
     def _field(self, table: int, bucket: bytes) -> bytes:
         """The field of table ``table``'s ``bucket`` in :meth:`_table_key`."""
