@@ -4,32 +4,64 @@ The index keeps the in-process permuted-table layout (:mod:`scrapy_simhash.index
 every fingerprint is stored once per table, in a bucket named by the leading
 bits of its permuted form, so a fingerprint within k bits of a query shares the
 query's bucket in at least one table. Redis holds, under the prefix
-``SIMHASH_REDIS_KEY % {"spider": name}``:
+``SIMHASH_REDIS_KEY % {"spider": name}`` (format 3, :data:`FORMAT_VERSION`):
 
 - ``<prefix>:meta``: a hash with k, the layout, the fingerprint version, the
-  entry format, the URL format, the bucket width and ``size`` (the last key
-  handed out);
-- ``<prefix>:t<i>``: one hash per table, bucket field -> packed 12-byte entries
-  (8-byte big-endian fingerprint, 4-byte big-endian key);
+  format, the URL format, the placement of the tables, the bucket width,
+  ``signature`` (a digest of all of these), ``epoch`` (random, drawn when the
+  index is created: a process that finds another one knows the index it joined
+  was lost and created again) and ``size`` (the last key handed out);
+- ``<prefix>:buckets``: one hash for every table, field = the table's number
+  (1 byte; 2 beyond 256 tables) then the bucket's leading permuted bits
+  (big-endian, whole bytes) -> packed 12-byte entries (8-byte big-endian
+  fingerprint, 4-byte big-endian key), in insertion order;
 - ``<prefix>:urls``: for the drop log, a hash of decimal key -> URL
   (``SIMHASH_REDIS_URLS = "full"``), or of key // 255 -> the 8-byte xxh3-64
   hashes of 255 URLs in key order (``"hash"``, compact: the drop log then names
   the kept page as ``xxh3:<hex>``);
-- ``<prefix>:sketches``: a hash, decimal key -> the page's sketch
-  (:mod:`scrapy_simhash.fingerprinting.signature`), which confirms a candidate:
-  the script drops a page only when a stored one within k bits has a sketch that
-  confirms it, by the rule of :func:`scrapy_simhash.is_duplicate` (mirrored
-  exactly; ``tests/test_redis.py`` compares them on random pairs).
+- ``<prefix>:sketches``: a hash, decimal key -> the page's 64-byte sketch
+  (:mod:`scrapy_simhash.fingerprinting.signature`), opaque to Redis.
 
-Packing a bucket's entries into one value keeps the cost near the in-process
-figure (12 bytes per table instead of ~80 for a key or hash field per entry).
-Each page costs one round trip: a Lua script (EVALSHA) probes every table and
-inserts the fingerprint when nothing matched, atomically, so two processes that
-see near-duplicate pages at the same moment cannot both keep them. In a Redis
-Cluster (``SIMHASH_REDIS_CLUSTER``) the default template ``{%(spider)s}:simhash``
-puts a crawl's keys in one hash slot, so the script stays one atomic call on one
-master, and different crawls spread over the masters
+Formats 1 and 2 (a hash per table, ``<prefix>:t<i>``, no epoch) are refused with
+a message saying to clear them. Packing a bucket's entries into one value keeps
+the cost near the in-process figure (12 bytes per table instead of ~80 for a key
+or hash field per entry).
+
+A page costs two round trips, and Redis never scans entries nor reads a sketch
+(``data/redis_insert.lua``): the client reads the page's bucket in every table
+(one ``HMGET``, with the metadata's signature and epoch), compares the
+fingerprints, fetches the sketches of at most :data:`CANDIDATE_CAP` candidates
+within k (nearest first) and confirms them with
+:func:`~scrapy_simhash.fingerprinting.signature.confirms_many`, the one rule every
+backend uses. A duplicate ends there. Otherwise a small script inserts the page
+only if every bucket is as long as when it was read (buckets only grow, so the
+same length is the same content) and the index is the one joined; if a bucket
+grew, another writer stored a page there meanwhile and the client reads again
+(``redis/conflict_count``). So two processes that see near-duplicate pages at the
+same moment cannot both keep them. In a Redis Cluster
+(``SIMHASH_REDIS_CLUSTER``) the default template ``{%(spider)s}:simhash`` puts a
+crawl's keys in one hash slot, so the script stays one atomic call on one master,
+and different crawls spread over the masters
 (:mod:`scrapy_simhash.backends.redis_sharded` spreads one crawl's tables instead).
+
+No call grows with what is stored: at most :data:`CANDIDATE_CAP` candidates are
+confirmed per page (the others are not examined: a page is never dropped for
+them, a copy of one may be kept), a page is not stored when
+:data:`SAME_FINGERPRINT_CAP` stored pages already have its exact fingerprint
+(pages that differ only in what the fingerprint leaves out, such as numbers: it
+is kept, and a later copy of it may be kept too), and a bucket holds at most
+:data:`BUCKET_CAP` entries. Missing a duplicate is the price; dropping a distinct
+page never is.
+
+At start, every command a crawl needs is run once on the index's keys, changing
+nothing (:meth:`RedisSimhashIndex.check_permissions`): a Redis ACL user that may
+not run one is refused in one line naming the command and the user. An index
+that vanishes mid-crawl (FLUSHALL, eviction, a restart without persistence, a
+failover to a replica that had not synced) is noticed by the next page (its
+metadata gone, or its epoch changed), created again, counted
+(``redis/index_lost_count``), logged as an ERROR then and at close; the crawl
+finishes as ``simhash_index_lost``, and the pages queued meanwhile are indexed
+into the new index.
 
 What a sick Redis can cost (:class:`RedisBackend`): no call blocks Scrapy's
 thread longer than ``SIMHASH_REDIS_TIMEOUT`` to connect plus as long for the
@@ -37,13 +69,13 @@ answer; after a failure Redis is left alone for a hold-off (1 s, doubling to
 5 s), so a hung server costs at most one timeout per hold-off. Pages kept
 unchecked meanwhile, and pages a full Redis (``maxmemory``, ``noeviction``)
 checked but could not store, are queued (``SIMHASH_REDIS_QUEUE``) and indexed
-when it answers again; a page whose call timed out after Redis ran it is found
+when it answers again; a page whose insert timed out after Redis ran it is found
 under its own URL then and not stored twice. What is lost: near-duplicates
 among the pages of an outage are all kept (counted when they are indexed); pages
 beyond the queue, or still queued when the crawl ends with Redis down, are never
 indexed (counted, ERROR at close); in a cluster failover, writes the dead master
 had not replicated yet (Redis replication is asynchronous), or the whole index
-if its replica had not finished its first sync.
+if its replica had not finished its first sync (then counted as lost).
 """
 
 from __future__ import annotations

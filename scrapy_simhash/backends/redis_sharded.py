@@ -4,10 +4,12 @@ Off by default. Each permuted table lives in a hash slot of its own
 (``{<prefix>:t<i>}:table``), so one crawl can outgrow one master; the metadata,
 URLs and a lock stay in the prefix's slot. Redis refuses a script across slots,
 so a probe-and-insert is no longer one atomic script: a writer takes a lease
-lock (``SET NX PX``) in the metadata slot, reads the query's buckets (one
-pipelined round trip per master), compares in numpy, inserts (the one-slot
-script for the key and URL, then one pipelined append per master) and releases
-the lock only if it still holds it.
+lock (``SET NX PX``) in the metadata slot, checks the metadata, reads the
+query's buckets (one pipelined round trip per master), compares in numpy,
+confirms the candidates by their sketches (``confirms_many``), inserts (the
+one-slot insert script for the key, URL and sketch, then one pipelined append
+per master, skipping full buckets) and releases the lock only if it still
+holds it. The caps of :mod:`scrapy_simhash.backends.redis` apply.
 
 What it guarantees: while leases hold, writers of one crawl take turns, so no
 two near-duplicates are both kept and none is dropped twice. A writer stalled
@@ -17,7 +19,7 @@ writer that died mid-insert leaves its page in some tables only (a later copy
 may be kept). A distinct page is never dropped: a drop rests on a stored
 fingerprint within k. Waiting for the lock is bounded by ``lock_wait``
 (the backend passes ``SIMHASH_REDIS_TIMEOUT``): beyond it the call fails like an
-outage and the page is queued. Cost: 3 + 2 x masters round trips for a new page,
+outage and the page is queued. Cost: 4 + 2 x masters round trips for a new page,
 and writers of one crawl are serialised (bench/results/redis.txt).
 """
 
