@@ -6,9 +6,10 @@ default settings (k = 6, the layout planned for ``SIMHASH_EXPECTED_PAGES``
 = 1,000,000, a 64-byte sketch per page):
 
 - **memory per page** in Redis (``INFO memory`` ``used_memory`` before and after a
-  bulk load of ``--size`` pages): the tables in this version's layout (every
-  table's buckets in one hash) and in the previous one (a hash per table), the
-  sketches, the URLs in the ``full`` and the compact ``hash`` format; and a
+  bulk load of ``--size`` pages): the tables and the sketches in this version's
+  layout (every table's buckets in one hash; sketches packed 255 to a string) and
+  in the previous one (a hash per table; a hash field per sketch), the URLs in the
+  ``full`` and the compact ``hash`` format; and a
   scrapy-redis dupefilter's set of 40-hex SHA1 request fingerprints;
 - **pages a second** summed over 1, 4 and 8 crawler processes against the one
   node, each process checking ``--ops`` new pages (random fingerprints and
@@ -122,7 +123,7 @@ class LegacyIndex:
             if args:
                 append(keys=[self.table_keys[t]], args=args)
         if sketches is not None:
-            index._hset_by_key(self.keys[2], keys, sketches, 20000)
+            self.index._hset_by_key(self.keys[2], keys, sketches, 20000)
 
     def query_and_add(self, fp: int, url: str, sketch: bytes) -> int:
         args = [int(fp).to_bytes(8, "big"), K, "if_new", url, "legacy", 0, sketch, CONFIRM,
@@ -155,9 +156,13 @@ def memory_per_page(client, size: int) -> dict[str, float]:
     keys: list[np.ndarray] = []
     out["tables, this layout (one hash)"] = delta(lambda: keys.append(index.add_many(fps)))
     sketches = random_sketches(size, 1)
-    out["sketches (64 B each)"] = delta(
-        lambda: index._hset_by_key(index.sketches_key, keys[0], sketches, 20000)
+    out["sketches, this layout (blocks of 255)"] = delta(
+        lambda: index._add_sketches(int(keys[0][0]), sketches)
     )
+    out["sketches, previous layout (a hash field each)"] = delta(
+        lambda: index._hset_by_key("old:simhash:sketches", keys[0], sketches, 20000)
+    )
+    client.delete("old:simhash:sketches")
     del sketches
     urls = [URL.format(i) for i in range(size)]
     out['URLs, SIMHASH_REDIS_URLS = "full"'] = delta(

@@ -660,7 +660,7 @@ def test_redis_params_and_key_template(redis_url, redis_client):
     assert redis_client.dbsize() == 0
     db3 = import_redis().Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
     assert sorted(db3.keys()) == [
-        b"crawl:news:near:buckets", b"crawl:news:near:meta", b"crawl:news:near:sketches",
+        b"crawl:news:near:buckets", b"crawl:news:near:meta", b"crawl:news:near:sketches:0",
         b"crawl:news:near:urls",
     ]
     db3.close()
@@ -692,7 +692,7 @@ def test_index_info_and_clear_for_tools(redis_client):
     info = index_info(redis_client, "tool:simhash")
     assert info["k"] == 3 and info["size"] == 1 and info["layout"] == layout.to_dict()
     assert info["fingerprint_version"] == FINGERPRINT_VERSION
-    assert clear_index(redis_client, "tool:simhash") == 3  # meta, urls, buckets
+    assert clear_index(redis_client, "tool:simhash") == 4  # meta, urls, buckets, sketches:0
     assert redis_client.keys("tool:*") == [b"tool:simhash:unrelated"]
 
 

@@ -145,10 +145,14 @@ FLUSH_BATCH = 128
 #: hashes and Redis's 6-byte string header fill jemalloc's 2,048-byte class).
 URL_FORMATS = ("full", "hash")
 URL_BLOCK = 255
+#: Sketches packed per string (255 x 64 bytes and Redis's 5-byte header fill
+#: jemalloc's 16 KiB class): 64 bytes a page instead of ~128 as hash fields.
+SKETCH_BLOCK = 255
 
 _INSTALL_HINT = "the Redis backend needs the redis package: pip install 'scrapy-simhash[redis]'"
 _ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("key", ">u4")])
 _BYTE_INDEX = np.arange(8)
+_NO_SKETCH = bytes(SKETCH_BINS)
 
 
 def import_redis() -> Any:
@@ -225,13 +229,19 @@ def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] 
     metadata, and ``extra`` keys); return the number of keys deleted."""
     keys = {f"{prefix}:meta", f"{prefix}:urls", f"{prefix}:sketches", *extra}
     info = index_info(client, prefix) or {}
+    blocks = int(info.get("size", 0) or 0) // SKETCH_BLOCK + 1
+    deleted = 0
+    for start in range(0, blocks, 1000):  # format 3: sketches in blocks
+        names = [f"{prefix}:sketches:{n}" for n in range(start, min(blocks, start + 1000))]
+        deleted += int(client.delete(*names))
     try:
         tables = len(TableLayout.from_dict(info["layout"]).tables)
     except (KeyError, ValueError, TypeError):
         tables = 0
     keys.update(f"{prefix}:t{i}" for i in range(tables))  # formats 1 and 2
     keys.add(f"{prefix}:buckets")
-    return int(client.delete(*sorted(keys)))
+    return deleted + int(client.delete(*sorted(keys)))
+
 
 
 class RedisSimhashIndex:
@@ -272,7 +282,8 @@ class RedisSimhashIndex:
         self._tables = layout.tables
         self.meta_key = f"{prefix}:meta"
         self.urls_key = f"{prefix}:urls"
-        self.sketches_key = f"{prefix}:sketches"
+        #: Sketch blocks are the strings ``<sketches_key><n>``.
+        self.sketches_key = f"{prefix}:sketches:"
         self.buckets_key = f"{prefix}:buckets"
         #: Table ``t``'s buckets are the fields of :attr:`buckets_key` that start
         #: with ``t`` in this many bytes.
@@ -566,8 +577,24 @@ class RedisSimhashIndex:
         candidate without a ``sketch``), in the same order."""
         if not sketch or not candidates:
             return candidates
-        stored = self.client.hmget(self.sketches_key, [str(m.key) for m in candidates])
-        have = [i for i, other in enumerate(stored) if other and len(other) == SKETCH_BINS]
+        # one GETRANGE per block, over the slots of its candidates
+        spans: dict[int, list[int]] = {}
+        for m in candidates:
+            block, slot = divmod(m.key, SKETCH_BLOCK)
+            span = spans.setdefault(block, [slot, slot])
+            span[0], span[1] = min(span[0], slot), max(span[1], slot)
+        pipe = self.pipeline()
+        for block, (low, high) in spans.items():
+            pipe.getrange(self.sketch_block(block), low * SKETCH_BINS, (high + 1) * SKETCH_BINS - 1)
+        ranges = dict(zip(spans, pipe.execute()))
+        stored = []
+        for m in candidates:
+            block, slot = divmod(m.key, SKETCH_BLOCK)
+            at = (slot - spans[block][0]) * SKETCH_BINS
+            stored.append(ranges[block][at : at + SKETCH_BINS])
+        # a page stored without a sketch (zeros) is never confirmed
+        have = [i for i, other in enumerate(stored)
+                if len(other) == SKETCH_BINS and other != _NO_SKETCH]  # fmt: skip
         if not have:
             return []
         others = np.frombuffer(b"".join(stored[i] for i in have), dtype=np.uint8)
@@ -598,7 +625,7 @@ class RedisSimhashIndex:
         args: list[Any] = [
             self.signature, self.epoch, int(fp).to_bytes(8, "big") + bytes(4),
             self._stored_url(url), URL_BLOCK if self.url_format == "hash" else 0,
-            sketch, BUCKET_CAP * ENTRY_SIZE, "insert",
+            sketch, BUCKET_CAP * ENTRY_SIZE, "insert", SKETCH_BINS, SKETCH_BLOCK,
         ]  # fmt: skip
         for field, length in zip(fields, lengths):
             args += [field, length]
@@ -640,7 +667,11 @@ class RedisSimhashIndex:
 
     def slot_keys(self) -> list[str]:
         """The keys one script call touches, which a cluster needs in one slot."""
-        return [self.meta_key, self.urls_key, self.sketches_key, self.buckets_key]
+        return [self.meta_key, self.urls_key, self.sketch_block(0), self.buckets_key]
+
+    def sketch_block(self, block: int) -> str:
+        """The key of sketch block ``block`` (keys ``block * SKETCH_BLOCK`` on)."""
+        return f"{self.sketches_key}{block}"
 
     def _node(self) -> Any:
         """The client of the node holding this index's slot (the client itself
@@ -681,12 +712,13 @@ class RedisSimhashIndex:
             self._node().script_load(self._script.script)
             command = "HMGET/HGET"
             self._read(self.bucket_fields(0))
-            self.client.hmget(self.sketches_key, ["0"])
+            self.client.getrange(self.sketch_block(0), 0, SKETCH_BINS - 1)
             self.url(1)
             command = "EVALSHA"
             tables = self._script_tables()
             keys = [self.meta_key, self.urls_key, self.sketches_key, *tables]
-            args: list[Any] = [self.signature, self.epoch, bytes(12), "", 0, b"", 0, "check"]
+            args: list[Any] = [self.signature, self.epoch, bytes(12), "", 0, b"", 0, "check",
+                               SKETCH_BINS, SKETCH_BLOCK]  # fmt: skip
             for field in self.bucket_fields(0)[: len(tables)]:
                 args += [field, -1]
             reply = self._node().evalsha(self._script.sha, len(keys), *keys, *args)
@@ -786,7 +818,7 @@ class RedisSimhashIndex:
         elif urls is not None:
             self._hset_by_key(self.urls_key, keys, urls, batch)
         if sketches is not None:
-            self._hset_by_key(self.sketches_key, keys, sketches, batch)
+            self._add_sketches(int(keys[0]), sketches)
         return keys
 
     def _hset_by_key(self, name: str, keys: np.ndarray, values: Any, batch: int) -> None:
@@ -797,6 +829,25 @@ class RedisSimhashIndex:
                              values[start : start + batch]))
             pipe.hset(name, mapping=chunk)
         pipe.execute()
+
+    def _add_sketches(self, first: int, sketches: list[bytes]) -> None:
+        """Write ``sketches`` (keys ``first``, ``first + 1``, ...) into their blocks."""
+        data = b"".join(s if len(s) == SKETCH_BINS else bytes(SKETCH_BINS) for s in sketches)
+        write = self.client.register_script(_SKETCH_BLOCK_SCRIPT)
+        key, end, args = first, first + len(sketches), []
+        while key < end:
+            upto = min(end, (key // SKETCH_BLOCK + 1) * SKETCH_BLOCK)
+            at = (key - first) * SKETCH_BINS
+            args += [str(key // SKETCH_BLOCK), (key % SKETCH_BLOCK) * SKETCH_BINS,
+                     data[at : at + (upto - key) * SKETCH_BINS]]  # fmt: skip
+            key = upto
+            if len(args) >= 3 * 200:
+                write(keys=[self.sketches_key], args=[SKETCH_BINS * SKETCH_BLOCK, *args],
+                      client=self._node())  # fmt: skip
+                args = []
+        if args:
+            write(keys=[self.sketches_key], args=[SKETCH_BINS * SKETCH_BLOCK, *args],
+                  client=self._node())  # fmt: skip
 
     def _add_url_hashes(self, first: int, urls: list[str]) -> None:
         """Write the 8-byte hashes of ``urls`` (keys ``first``, ``first + 1``, ...)
@@ -857,6 +908,20 @@ for i = 1, #ARGV, 3 do
     old = old .. string.rep('\\0', at - #old)
   end
   redis.call('HSET', KEYS[1], ARGV[i], string.sub(old, 1, at) .. ARGV[i + 2])
+end
+return 0
+"""
+
+# Writes sketches into their blocks (KEYS[1]: the blocks' name without the number;
+# ARGV[1]: a block's size, then (block number, byte offset, bytes) triples), making
+# a missing block whole first (SET is exact-size).
+_SKETCH_BLOCK_SCRIPT = """
+for i = 2, #ARGV, 3 do
+  local name = KEYS[1] .. ARGV[i]
+  if redis.call('EXISTS', name) == 0 then
+    redis.call('SET', name, string.rep('\\0', tonumber(ARGV[1])))
+  end
+  redis.call('SETRANGE', name, tonumber(ARGV[i + 1]), ARGV[i + 2])
 end
 return 0
 """

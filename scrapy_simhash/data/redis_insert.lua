@@ -9,7 +9,10 @@
 -- KEYS[1]  metadata hash (fields: signature, epoch, size, ...)
 -- KEYS[2]  URL hash: decimal key -> URL (URL format "full"), or
 --          key // B -> B packed 8-byte URL hashes in key order ("hash")
--- KEYS[3]  sketch hash: decimal key -> the page's sketch (stored, not read)
+-- KEYS[3]  the sketch blocks' name without the block number: block n
+--          (a string, key // B) holds the B = ARGV[10] sketches of keys
+--          n * B .. n * B + B - 1, 64 bytes each at (key % B) * 64, zeros for
+--          none (stored, never read here)
 -- KEYS[4]  bucket hash: table number (1 byte) .. bucket -> packed entries
 --          (absent when the tables live elsewhere: the sharded placement)
 -- ARGV[1]  layout signature the caller was opened with
@@ -22,7 +25,8 @@
 -- ARGV[7]  bucket capacity in bytes: a bucket this full is not appended to
 -- ARGV[8]  "check": run every command this script needs once, changing
 --          nothing (the start-up permission check); else "insert"
--- ARGV[9..] per table: the bucket's field in KEYS[4], then its length in
+-- ARGV[9]  sketch size in bytes; ARGV[10] sketches per block
+-- ARGV[11..] per table: the bucket's field in KEYS[4], then its length in
 --          bytes when the client read it (-1: do not check)
 --
 -- Returns {status, new_key, skipped}: status 0 inserted (new_key; skipped:
@@ -37,7 +41,8 @@ local signature, epoch, entry, url = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local url_block, sketch, capacity = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 local check = ARGV[8] == 'check'
 local buckets = KEYS[4]
-local FIRST_BUCKET = 9
+local sketch_size, sketch_block = tonumber(ARGV[9]), tonumber(ARGV[10])
+local FIRST_BUCKET = 11
 local ntables = (#ARGV - FIRST_BUCKET + 1) / 2
 local fields = {}
 for t = 1, ntables do
@@ -55,8 +60,9 @@ end
 
 if check then
   -- every command of an insert once, changing nothing: writes on the
-  -- metadata only (its own signature again, size + 0), reads on every key
-  -- (so a user that may read but not write the tables is not caught here);
+  -- metadata only (its own signature again, size + 0) and no-op ones on the
+  -- first sketch block, reads on every key (so a user that may read but not
+  -- write the tables is not caught here);
   -- the first one refused is named: {-6, command, error}
   local current -- a refused command may raise even under pcall
   local function try(...)
@@ -77,7 +83,13 @@ if check then
       try('HMGET', buckets, unpack(fields))
     end
     try('HGET', urls, '0')
-    try('HGET', sketches, '0')
+    -- block 0 is needed by the first page anyway: created here if missing
+    local first = sketches .. '0'
+    if try('EXISTS', first) == 0 then
+      try('SET', first, string.rep('\0', sketch_size * sketch_block))
+    end
+    try('GETRANGE', first, 0, sketch_size - 1)
+    try('SETRANGE', first, 0, '')
   end)
   if not ok then
     if type(failure) == 'table' then
@@ -158,7 +170,13 @@ elseif url ~= '' then
   redis.call('HSET', urls, string.format('%d', new_key), url)
 end
 if sketch ~= '' then
-  redis.call('HSET', sketches, string.format('%d', new_key), sketch)
+  -- a block is made whole at once (SET is exact-size; SETRANGE would grow it
+  -- to twice what it needs), then written in place
+  local name = sketches .. string.format('%d', math.floor(new_key / sketch_block))
+  if redis.call('EXISTS', name) == 0 then
+    redis.call('SET', name, string.rep('\0', sketch_size * sketch_block))
+  end
+  redis.call('SETRANGE', name, (new_key % sketch_block) * sketch_size, sketch)
 end
 
 return {0, new_key, skipped}
