@@ -19,18 +19,22 @@ query's bucket in at least one table. Redis holds, under the prefix
   (``SIMHASH_REDIS_URLS = "full"``), or of key // 255 -> the 8-byte xxh3-64
   hashes of 255 URLs in key order (``"hash"``, compact: the drop log then names
   the kept page as ``xxh3:<hex>``);
-- ``<prefix>:sketches``: a hash, decimal key -> the page's 64-byte sketch
-  (:mod:`scrapy_simhash.fingerprinting.signature`), opaque to Redis.
+- ``<prefix>:sketches:<n>``: strings of :data:`SKETCH_BLOCK` (255) sketches
+  (:mod:`scrapy_simhash.fingerprinting.signature`), the sketch of key ``k`` in
+  block ``k // 255`` at byte ``(k % 255) * 64``, 64 zero bytes for a page stored
+  without one; a block is created whole (16,320 bytes) by the first page that
+  needs it. Opaque to Redis: no script reads them.
 
-Formats 1 and 2 (a hash per table, ``<prefix>:t<i>``, no epoch) are refused with
-a message saying to clear them. Packing a bucket's entries into one value keeps
+Formats 1 and 2 (a hash per table ``<prefix>:t<i>``, a hash of sketches, no
+epoch) are refused with a message saying to clear them. Packing a bucket's entries into one value keeps
 the cost near the in-process figure (12 bytes per table instead of ~80 for a key
 or hash field per entry).
 
 A page costs two round trips, and Redis never scans entries nor reads a sketch
 (``data/redis_insert.lua``): the client reads the page's bucket in every table
 (one ``HMGET``, with the metadata's signature and epoch), compares the
-fingerprints, fetches the sketches of at most :data:`CANDIDATE_CAP` candidates
+fingerprints, fetches (a ``GETRANGE`` per block) the sketches of at most
+:data:`CANDIDATE_CAP` candidates
 within k (nearest first) and confirms them with
 :func:`~scrapy_simhash.fingerprinting.signature.confirms_many`, the one rule every
 backend uses. A duplicate ends there. Otherwise a small script inserts the page

@@ -3,8 +3,8 @@
 -- The client has read the page's buckets, compared the fingerprints and
 -- confirmed the candidates by their sketches itself; this script only checks
 -- that nothing it read has changed meanwhile and appends. It never scans
--- entries and never reads a sketch: its cost is a few commands per table,
--- whatever the buckets hold.
+-- entries and never reads a sketch: one HMGET and one HSET for every table
+-- together, and a few more commands, whatever the buckets hold.
 --
 -- KEYS[1]  metadata hash (fields: signature, epoch, size, ...)
 -- KEYS[2]  URL hash: decimal key -> URL (URL format "full"), or
