@@ -1149,6 +1149,9 @@ class RedisBackend:
         except IndexMismatchError as exc:
             self._failed()
             raise BackendError(str(exc)) from exc
+        except IndexConflictError as exc:  # Redis answers: no hold-off
+            self._enqueue(fingerprint, url, add, sketch)
+            raise BackendError(f"Redis at {self.where}: {exc}; the page was queued") from exc
         except self._redis_errors as exc:
             self._failed()
             self._enqueue(fingerprint, url, add, sketch)
