@@ -286,8 +286,10 @@ def test_unreachable_redis_at_start_exits_non_zero(tmp_path):
 
 
 def _table_fingerprints(client, prefix: str = "demo:simhash") -> np.ndarray:
-    """Every fingerprint stored in the first table (each is stored once per table)."""
-    blob = b"".join(client.hvals(f"{prefix}:t0"))
+    """Every fingerprint stored in the first table (each is stored once per table):
+    the buckets whose field starts with table number 0."""
+    buckets = client.hgetall(f"{prefix}:buckets")
+    blob = b"".join(value for field, value in buckets.items() if field[:1] == b"\x00")
     entries = np.frombuffer(blob, dtype=np.dtype([("fp", ">u8"), ("key", ">u4")]))
     return entries["fp"].astype(np.uint64)
 
