@@ -1,29 +1,32 @@
-"""Cost of the shared Redis index: memory per page, and pages a second from several
-processes against one node and against a Redis Cluster.
+"""Cost of the shared Redis index at crawl scale, beside a scrapy-redis-style dupefilter.
 
-Starts private servers on free loopback ports (:mod:`evaluation.redis_servers`, no
-persistence): one ``redis-server``, and a 3-master Redis Cluster with a replica
-each. Measures, in one run:
+Starts a private ``redis-server`` on a free loopback port
+(:mod:`evaluation.redis_servers`, no persistence) and measures, in one run, at the
+default settings (k = 6, the layout planned for ``SIMHASH_EXPECTED_PAGES``
+= 1,000,000, a 64-byte sketch per page):
 
-- Redis memory per stored page (``INFO memory`` ``used_memory`` before and after a
-  bulk load of ``--size`` pages): the tables, then the URLs in the ``full`` format
-  (a hash field per page) and in the compact ``hash`` format
-  (``SIMHASH_REDIS_URLS = "hash"``: 8 bytes per page, packed); scrapy-redis's
-  dupefilter (a set of 40-hex SHA1 fingerprints) for comparison;
-- probe-and-insert calls a second (the Lua script, one EVALSHA round trip a page)
-  summed over 1, 2 and 4 processes, with Redis's own time in commands per page
-  (``INFO commandstats``, every master) and the client's CPU per page
-  (``process_time``), the figures contention moves least. Targets: processes
-  sharing one crawl's index on the single node, the same on the cluster (one crawl is one hash slot, so one master), one
-  crawl per process on the cluster (the crawls spread over the masters), and one
-  crawl with its tables sharded over the masters (``SIMHASH_REDIS_SHARDED``:
-  several round trips a page under a lock, writers take turns).
-  Each index holds ``--rate-size`` pages before the timed calls.
+- **memory per page** in Redis (``INFO memory`` ``used_memory`` before and after a
+  bulk load of ``--size`` pages): the tables and the sketches in this version's
+  layout (every table's buckets in one hash; sketches packed 255 to a string) and
+  in the previous one (a hash per table; a hash field per sketch), the URLs in the
+  ``full`` and the compact ``hash`` format; and a
+  scrapy-redis dupefilter's set of 40-hex SHA1 request fingerprints;
+- **pages a second** summed over 1, 4 and 8 crawler processes against the one
+  node, each process checking ``--ops`` new pages (random fingerprints and
+  sketches) against an index of ``--rate-size`` pages, with **Redis's CPU per
+  page** two ways (``INFO commandstats``: time inside commands; ``INFO cpu``:
+  the server process's CPU, parsing and sockets included) and the client's CPU
+  per page. Rows: scrapy-redis's ``SADD`` of a SHA1 request fingerprint, this
+  version (client-side probe and confirmation, conditional insert script), and
+  the previous version's script (``bench/legacy_redis_query_and_add.lua``: one
+  script probing and confirming inside Redis), interleaved in each repeat;
+- **the slowest command** (``SLOWLOG``, every command logged) while 3,000 distinct
+  pages that share one fingerprint are checked and stored.
 
-Rates are medians over repeats of wall-clock time on a shared 2-core machine where
-the servers compete with the clients: read them as ratios between rows of one run.
-Run: ``make bench-redis`` (``python -m bench.bench_redis``; ``--size 100000`` for a
-quick look).
+Wall-clock rates and durations are medians over repeats on a shared 2-core machine
+where the server competes with the clients and with other jobs: read them as ratios
+between rows of one run; the CPU figures move least. Run: ``make bench-redis``
+(``python -m bench.bench_redis``; ``--size 100000`` for a quick look).
 """
 
 from __future__ import annotations
@@ -31,242 +34,350 @@ from __future__ import annotations
 import argparse
 import hashlib
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
 
-from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisClusterServers, RedisServer
+from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisServer
 from scrapy_simhash.backends.redis import RedisSimhashIndex, import_redis
-from scrapy_simhash.backends.redis_sharded import ShardedRedisSimhashIndex
+from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS
 from scrapy_simhash.index import TableLayout
 
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
+K = 6
+EXPECTED = 1_000_000
+LEGACY_SCRIPT = Path(__file__).with_name("legacy_redis_query_and_add.lua")
+_APPEND = """
+for i = 1, #ARGV, 2 do
+  local old = redis.call('HGET', KEYS[1], ARGV[i]) or ''
+  redis.call('HSET', KEYS[1], ARGV[i], old .. ARGV[i + 1])
+end
+return 0
+"""
 
 
 def random_fingerprints(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
 
 
+def random_sketches(n: int, seed: int) -> list[bytes]:
+    rows = np.random.default_rng(seed).integers(1, 256, size=(n, SKETCH_BINS), dtype=np.uint8)
+    return [row.tobytes() for row in rows]
+
+
 def used_memory(client) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def memory_per_page(
-    client, size: int, layout: TableLayout, url_format: str
-) -> tuple[float, float]:
-    """Bulk-load ``size`` pages; return (tables B/page, URLs B/page)."""
-    client.flushall()
-    index = RedisSimhashIndex(
-        client, "bench:simhash", layout, expected_size=size, url_format=url_format
-    )
-    index.open()
+# -- the previous version (format 2): a hash per table, one script per page ----------
+
+
+class LegacyIndex:
+    """The previous layout and script, enough to load and probe it: keys
+    ``<prefix>:t<i>`` (bucket -> packed entries), ``:sketches``, ``:urls``, ``:meta``."""
+
+    def __init__(self, client, prefix: str, layout: TableLayout, expected: int) -> None:
+        self.client = client
+        self.index = RedisSimhashIndex(client, prefix, layout, expected_size=expected)
+        self.prefix = prefix
+        self.table_keys = [f"{prefix}:t{i}" for i in range(len(layout.tables))]
+        self.keys = [f"{prefix}:meta", f"{prefix}:urls", f"{prefix}:sketches", *self.table_keys]
+        self.script = client.register_script(LEGACY_SCRIPT.read_text())
+        self.width = self.index._table_width
+
+    def open(self) -> None:
+        self.client.hset(self.keys[0], mapping={"signature": "legacy", "size": 0})
+
+    def clear(self) -> None:
+        self.client.delete(*self.keys)
+
+    def fields(self, fp: int) -> list[bytes]:
+        return [field[self.width :] for field in self.index.bucket_fields(fp)]
+
+    def add_many(self, fps: np.ndarray, sketches: list[bytes] | None = None) -> None:
+        n = len(fps)
+        last = int(self.client.hincrby(self.keys[0], "size", n))
+        keys = np.arange(last - n + 1, last + 1, dtype=np.uint64)
+        entries = np.empty(n, dtype=[("fp", ">u8"), ("key", ">u4")])
+        entries["fp"], entries["key"] = fps, keys
+        append = self.client.register_script(_APPEND)
+        index = self.index
+        for t, buckets in enumerate(index.bucket_numbers(fps)):
+            order = np.argsort(buckets, kind="stable")
+            ordered = buckets[order]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            ends = np.r_[starts[1:], n]
+            width = (index._take(index._tables[t]) + 7) // 8
+            data = entries[order].tobytes()
+            args: list[bytes] = []
+            for start, end in zip(starts.tolist(), ends.tolist()):
+                args += [int(ordered[start]).to_bytes(width, "big"), data[start * 12 : end * 12]]
+                if len(args) >= 40000:
+                    append(keys=[self.table_keys[t]], args=args)
+                    args = []
+            if args:
+                append(keys=[self.table_keys[t]], args=args)
+        if sketches is not None:
+            self.index._hset_by_key(self.keys[2], keys, sketches, 20000)
+
+    def query_and_add(self, fp: int, url: str, sketch: bytes) -> int:
+        args = [int(fp).to_bytes(8, "big"), K, "if_new", url, "legacy", 0, sketch, CONFIRM,
+                *self.fields(fp)]  # fmt: skip
+        return int(self.script(keys=self.keys, args=args)[1])
+
+
+# -- memory ------------------------------------------------------------------------
+
+
+def memory_per_page(client, size: int) -> dict[str, float]:
+    """Bytes a page in Redis, by part, after bulk loads of ``size`` pages."""
+    layout = TableLayout.plan(K, EXPECTED)
     fps = random_fingerprints(size, 0)
-    before = used_memory(client)
-    keys = index.add_many(fps)
-    tables = used_memory(client) - before
-    urls = [URL.format(i) for i in range(size)]
-    before = used_memory(client)
-    if url_format == "hash":
-        index._add_url_hashes(int(keys[0]), urls)
-    else:
-        pipe = client.pipeline(transaction=False)
-        for start in range(0, size, 20000):
-            chunk = range(start, min(start + 20000, size))
-            pipe.hset(index.urls_key, mapping={str(int(keys[i])): urls[i] for i in chunk})
-        pipe.execute()
-    return tables / size, (used_memory(client) - before) / size
+    out: dict[str, float] = {}
 
+    def delta(load) -> float:
+        before = used_memory(client)
+        load()
+        time.sleep(0.5)  # let the active rehash of a grown hash finish
+        return (used_memory(client) - before) / size
 
-def sadd_memory(client, size: int) -> float:
     client.flushall()
-    before = used_memory(client)
-    pipe = client.pipeline(transaction=False)
-    for i in range(size):
-        pipe.sadd("bench:dupefilter", hashlib.sha1(b"%d" % i).hexdigest())
-        if i % 20000 == 19999:
-            pipe.execute()
-    pipe.execute()
-    return (used_memory(client) - before) / size
+    legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
+    legacy.open()
+    out["tables, previous layout (a hash per table)"] = delta(lambda: legacy.add_many(fps))
+    client.flushall()
+    index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
+    index.open()
+    keys: list[np.ndarray] = []
+    out["tables, this layout (one hash)"] = delta(lambda: keys.append(index.add_many(fps)))
+    sketches = random_sketches(size, 1)
+    out["sketches, this layout (blocks of 255)"] = delta(
+        lambda: index._add_sketches(int(keys[0][0]), sketches)
+    )
+    out["sketches, previous layout (a hash field each)"] = delta(
+        lambda: index._hset_by_key("old:simhash:sketches", keys[0], sketches, 20000)
+    )
+    client.delete("old:simhash:sketches")
+    del sketches
+    urls = [URL.format(i) for i in range(size)]
+    out['URLs, SIMHASH_REDIS_URLS = "full"'] = delta(
+        lambda: index._hset_by_key(index.urls_key, keys[0], urls, 20000)
+    )
+    client.delete(index.urls_key)
+    out['URLs, SIMHASH_REDIS_URLS = "hash"'] = delta(
+        lambda: index._add_url_hashes(int(keys[0][0]), urls)
+    )
+    client.flushall()
+
+    def sadd() -> None:
+        pipe = client.pipeline(transaction=False)
+        for i in range(size):
+            pipe.sadd("bench:dupefilter", hashlib.sha1(b"%d" % i).hexdigest())
+            if i % 20000 == 19999:
+                pipe.execute()
+        pipe.execute()
+
+    out["scrapy-redis dupefilter (SADD of a 40-hex SHA1)"] = delta(sadd)
+    client.flushall()
+    return out
 
 
 # -- pages a second ------------------------------------------------------------------
 
 
-def _client(url: str, cluster: bool):
+def preload(url: str, row: str, size: int) -> None:
     redis = import_redis()
-    return (redis.RedisCluster if cluster else redis.Redis).from_url(url)
-
-
-def _index(client, prefix: str, layout: TableLayout, size: int, sharded: bool):
-    if sharded:
-        # throughput, not the crawler's bound: wait for the lock however long
-        # a descheduled holder keeps it on this loaded machine
-        return ShardedRedisSimhashIndex(
-            client, prefix, layout, expected_size=size, lock_wait=60, lease=60
-        )
-    return RedisSimhashIndex(client, prefix, layout, expected_size=size)
-
-
-def _open(client, prefix: str, layout: TableLayout, size: int, sharded: bool):
-    index = _index(client, prefix, layout, size, sharded)
-    index.open()
-    return index
-
-
-def preload(url, cluster, prefixes, layout: TableLayout, size: int, sharded: bool) -> None:
-    client = _client(url, cluster)
-    for prefix in prefixes:
-        index = _index(client, prefix, layout, size, sharded)
-        index.clear()
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    layout = TableLayout.plan(K, EXPECTED)
+    fps = random_fingerprints(size, 7)
+    if row == "sadd":
+        pipe = client.pipeline(transaction=False)
+        for i in range(size):
+            pipe.sadd("bench:dupefilter", hashlib.sha1(b"preload %d" % i).hexdigest())
+        pipe.execute()
+    elif row == "legacy":
+        legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
+        legacy.open()
+        legacy.add_many(fps, random_sketches(size, 8))
+    else:
+        index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
         index.open()
-        index.add_many(random_fingerprints(size, zlib.crc32(prefix.encode())))
+        index.add_many(fps, sketches=random_sketches(size, 8))
     client.close()
 
 
-def _worker(url, cluster, sharded, prefix, layout_spec, size, ops, seed, start, out) -> None:
-    client = _client(url, cluster)
-    index = _open(client, prefix, TableLayout.parse(layout_spec, 3), size, sharded)
-    fps = random_fingerprints(ops, seed).tolist()
-    index.query_and_add(fps[0], "https://www.example.com/x")  # connect, load the script
+def _worker(url: str, row: str, ops: int, seed: int, start, out) -> None:
+    redis = import_redis()
+    client = redis.Redis.from_url(url)
+    layout = TableLayout.plan(K, EXPECTED)
+    fps = random_fingerprints(ops + 1, seed).tolist()
+    sketches = random_sketches(ops + 1, seed + 1)
+    urls = [URL.format(seed * 1_000_000 + i) for i in range(ops + 1)]
+    if row == "sadd":
+        def check(i: int) -> None:
+            client.sadd("bench:dupefilter", hashlib.sha1(urls[i].encode()).hexdigest())
+    elif row == "legacy":
+        legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
+
+        def check(i: int) -> None:
+            legacy.query_and_add(fps[i], urls[i], sketches[i])
+    else:
+        index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
+        index.open()
+
+        def check(i: int) -> None:
+            index.query_and_add(fps[i], urls[i], sketch=sketches[i])
+    check(ops)  # connect, load the script
     start.wait()
     t0, cpu0 = time.perf_counter(), time.process_time()
-    for fp in fps:
-        index.query_and_add(fp, "https://www.example.com/x")
+    for i in range(ops):
+        check(i)
     out.put((time.perf_counter() - t0, time.process_time() - cpu0))
     client.close()
 
 
-def _masters(url: str, cluster: bool) -> list:
-    client = _client(url, cluster)
-    if not cluster:
-        return [client]
-    return [client.get_redis_connection(node) for node in client.get_primaries()]
+def server_cost(client) -> tuple[float, float]:
+    """(microseconds inside commands, microseconds of server CPU) since the last reset
+    (the CPU as an absolute reading: the caller subtracts)."""
+    inside = sum(s.get("usec", 0) for s in client.info("commandstats").values())
+    cpu = client.info("cpu")
+    return float(inside), 1e6 * (cpu["used_cpu_user"] + cpu["used_cpu_sys"])
 
 
-def reset_server_stats(url: str, cluster: bool) -> None:
-    for client in _masters(url, cluster):
-        client.config_resetstat()
-
-
-def server_usec(url: str, cluster: bool) -> float:
-    """Redis's own CPU time in commands since the last reset, over every master."""
-    return float(sum(
-        stats.get("usec", 0)
-        for client in _masters(url, cluster)
-        for stats in client.info("commandstats").values()
-    ))
-
-
-def rate(url, cluster, sharded, prefixes, layout, size, ops, seed) -> tuple[float, float]:
-    """Calls a second summed over one process per entry of ``prefixes``, and the
-    client's CPU seconds a call."""
+def rate(url: str, row: str, procs: int, ops: int, seed: int) -> dict[str, float]:
+    redis = import_redis()
+    client = redis.Redis.from_url(url)
     ctx = multiprocessing.get_context("fork")
-    start = ctx.Barrier(len(prefixes))
-    out = ctx.Queue()
+    start, out = ctx.Barrier(procs + 1), ctx.Queue()
     workers = [
-        ctx.Process(
-            target=_worker,
-            args=(url, cluster, sharded, prefix, layout.spec, size, ops, seed + i, start, out),
-        )
-        for i, prefix in enumerate(prefixes)
+        ctx.Process(target=_worker, args=(url, row, ops, seed + 100 * i, start, out))
+        for i in range(procs)
     ]
     for w in workers:
         w.start()
-    results = [out.get(timeout=600) for _ in workers]
+    client.config_resetstat()
+    _, cpu0 = server_cost(client)
+    start.wait()
+    results = [out.get(timeout=1200) for _ in workers]
+    inside, cpu1 = server_cost(client)
     for w in workers:
         w.join()
+    client.close()
+    pages = procs * ops
     wall = max(seconds for seconds, _ in results)
-    cpu = sum(cpu for _, cpu in results) / (len(prefixes) * ops)
-    return len(prefixes) * ops / wall, cpu
+    return {
+        "rate": pages / wall,
+        "inside": inside / pages,
+        "server": (cpu1 - cpu0) / pages,
+        "client": 1e6 * sum(cpu for _, cpu in results) / pages,
+    }
+
+
+# -- the slowest command -------------------------------------------------------------
+
+
+def shared_fingerprint(client, pages: int) -> dict[str, float]:
+    """SLOWLOG over ``pages`` distinct pages (sketches that never confirm) sharing one
+    fingerprint, checked and stored one after the other."""
+    client.flushall()
+    index = RedisSimhashIndex(client, "bench:simhash", TableLayout.plan(K, EXPECTED),
+                              expected_size=EXPECTED)  # fmt: skip
+    index.open()
+    fp = int(random_fingerprints(1, 3)[0])
+    sketches = random_sketches(pages, 4)
+    client.config_set("slowlog-max-len", 100_000)
+    client.config_set("slowlog-log-slower-than", 0)
+    client.slowlog_reset()
+    durations: list[int] = []
+    for i, sketch in enumerate(sketches):
+        index.query_and_add(fp, URL.format(i), sketch=sketch)
+        if i % 500 == 499 or i == pages - 1:
+            durations += [e["duration"] for e in client.slowlog_get(100_000)]
+            client.slowlog_reset()
+    client.config_set("slowlog-log-slower-than", 10_000)
+    stored = len(index)
+    client.flushall()
+    return {
+        "max": max(durations),
+        "p99": float(np.percentile(durations, 99)),
+        "median": float(np.median(durations)),
+        "commands": len(durations),
+        "stored": stored,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000, help="pages for the memory figures")
-    parser.add_argument("--rate-size", type=int, default=100_000, help="pages in each index timed")
-    parser.add_argument("--ops", type=int, default=3000, help="calls per process and repeat")
+    parser.add_argument("--rate-size", type=int, default=100_000, help="pages preloaded")
+    parser.add_argument("--ops", type=int, default=2000, help="pages per process and repeat")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--shared", type=int, default=3000, help="pages sharing a fingerprint")
     args = parser.parse_args()
     if REDIS_SERVER is None or REDIS_CLI is None:
         sys.exit("redis-server is not installed (make redis-server installs Debian's package)")
     redis = import_redis()
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
-        server = RedisServer(Path(tmp) / "single")
-        server.directory.mkdir()
-        cluster = RedisClusterServers(Path(tmp) / "cluster", masters=3, replicas=1)
+        server = RedisServer(Path(tmp))
         server.start()
         try:
-            cluster.start()
             client = redis.Redis.from_url(server.url)
-            version = client.info("server")["redis_version"]
-            layout = TableLayout.plan(3, args.size)
-            print(f"redis-server {version}, redis-py {redis.__version__}, k=3, "
-                  f"layout {layout.spec} ({len(layout.tables)} tables)")
+            layout = TableLayout.plan(K, EXPECTED)
+            print(f"redis-server {client.info('server')['redis_version']}, redis-py "
+                  f"{redis.__version__}, k={K}, layout {layout.spec} ({len(layout.tables)} "
+                  f"tables) planned for {EXPECTED:,} pages; load average at start "
+                  f"{os.getloadavg()[0]:.2f}")
             print()
             print(f"Redis memory per page at {args.size:,} pages (INFO used_memory delta)")
-            print(f"{'SIMHASH_REDIS_URLS':<20} {'tables B':>9} {'URLs B':>8} {'total B':>8}")
-            for url_format in ("full", "hash"):
-                tables, urls = memory_per_page(client, args.size, layout, url_format)
-                print(f"{url_format:<20} {tables:>9.1f} {urls:>8.1f} {tables + urls:>8.1f}")
-            print(f"(URLs of ~{len(URL.format(0))} characters; scrapy-redis dupefilter, "
-                  f"SADD of 40-hex SHA1: {sadd_memory(client, args.size):.1f} B per member)")
-            client.flushall()
-            client.close()
+            for label, per_page in memory_per_page(client, args.size).items():
+                print(f"  {label:<52} {per_page:>8.1f} B")
             print()
 
-            rate_layout = TableLayout.plan(3, args.rate_size)
-            print(f"Probe-and-insert calls a second, summed over the processes (median of "
-                  f"{args.repeats} x {args.ops:,} calls a process; indexes of "
-                  f"{args.rate_size:,} pages, layout {rate_layout.spec})")
-            print(f"{'target':<36} {'1 process':>10} {'2 processes':>12} {'4 processes':>12} "
-                  f"{'server us/page':>15} {'client CPU us':>15}")
-            rows = [
-                ("one node, one crawl", server.url, False, False, lambda n: ["bench"] * n),
-                ("cluster, one crawl (one master)", cluster.url, True, False,
-                 lambda n: ["{bench}"] * n),
-                ("cluster, one crawl per process", cluster.url, True, False,
-                 lambda n: [f"{{crawl{i}}}" for i in range(n)]),
-                ("cluster, one crawl, tables sharded", cluster.url, True, True,
-                 lambda n: ["{sharded}"] * n),
-            ]  # fmt: skip
-            for label, url, is_cluster, sharded, names in rows:
-                figures = []
-                for procs in (1, 2, 4):
-                    prefixes = [f"{name}:simhash" for name in names(procs)]
-                    unique = sorted(set(prefixes))
-                    samples, cpus, servers = [], [], []
-                    for r in range(args.repeats):
-                        preload(url, is_cluster, unique, rate_layout, args.rate_size, sharded)
-                        reset_server_stats(url, is_cluster)
-                        calls, cpu = rate(url, is_cluster, sharded, prefixes, rate_layout,
-                                          args.rate_size, args.ops, seed=1000 * procs + 10 * r)
-                        samples.append(calls)
-                        cpus.append(cpu)
-                        servers.append(server_usec(url, is_cluster) / (procs * (args.ops + 1)))
-                    figures.append(statistics.median(samples))
-                    if procs == 1:
-                        usec = statistics.median(servers)
-                        client_usec = 1e6 * statistics.median(cpus)
-                print(f"{label:<36} {figures[0]:>10,.0f} {figures[1]:>12,.0f} "
-                      f"{figures[2]:>12,.0f} {usec:>15.1f} {client_usec:>15.1f}")
-            probe = _client(cluster.url, True)
-            masters = {probe.get_node_from_key(f"{{crawl{i}}}:simhash:meta").port
-                       for i in range(4)}
-            sharded_index = ShardedRedisSimhashIndex(probe, "{sharded}:simhash", rate_layout)
-            table_masters = {probe.get_node_from_key(key).port
-                             for key in sharded_index.table_keys}
-            print(f"(the 4 per-process crawls sit on {len(masters)} of the 3 masters; the "
-                  f"sharded crawl's {len(sharded_index.table_keys)} tables on "
-                  f"{len(table_masters)})")
-            probe.close()
+            rows = [("sadd", "scrapy-redis dupefilter (SADD of a SHA1)"),
+                    ("index", "simhash index, this version"),
+                    ("legacy", "simhash index, previous script")]  # fmt: skip
+            print(f"New pages checked a second, summed over the processes (median of "
+                  f"{args.repeats} x {args.ops:,} pages a process, rows interleaved; "
+                  f"{args.rate_size:,} pages preloaded)")
+            figures: dict[tuple[str, int], list[dict[str, float]]] = {}
+            for procs in (1, 4, 8):
+                for r in range(args.repeats):
+                    for row, _ in rows:
+                        preload(server.url, row, args.rate_size)
+                        figures.setdefault((row, procs), []).append(
+                            rate(server.url, row, procs, args.ops, seed=1000 * procs + 10 * r)
+                        )
+            print(f"  {'':<42} {'1 process':>10} {'4 processes':>12} {'8 processes':>12}"
+                  f" | Redis us/page: {'in commands':>11} {'server CPU':>10}"
+                  f" | client CPU us/page")
+            for row, label in rows:
+                med = {p: {key: statistics.median(f[key] for f in figures[(row, p)])
+                           for key in figures[(row, p)][0]} for p in (1, 4, 8)}  # fmt: skip
+                print(f"  {label:<42} {med[1]['rate']:>10,.0f} {med[4]['rate']:>12,.0f} "
+                      f"{med[8]['rate']:>12,.0f} | {'':>14}{med[1]['inside']:>11.1f} "
+                      f"{med[1]['server']:>10.1f} | {med[1]['client']:>10.0f}")
+            print("  (Redis and client CPU per page: 1 process; at 4 processes, this version: "
+                  + ", ".join(f"{statistics.median(f[key] for f in figures[('index', 4)]):.1f}"
+                              for key in ("inside", "server")) + " us)")
+            print()
+            slow = shared_fingerprint(client, args.shared)
+            print(f"{args.shared:,} distinct pages sharing one fingerprint, checked and stored: "
+                  f"{slow['stored']:,} stored (the rest kept, not stored: "
+                  f"SAME_FINGERPRINT_CAP); SLOWLOG over {slow['commands']:,} commands: "
+                  f"slowest {slow['max'] / 1000:.2f} ms, 99th percentile "
+                  f"{slow['p99'] / 1000:.3f} ms, median {slow['median'] / 1000:.3f} ms")
+            client.close()
         finally:
-            cluster.stop()
             server.stop()
+    print(f"({time.perf_counter() - started:.0f} s; load average at the end "
+          f"{os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

@@ -283,6 +283,7 @@ class SimhashMiddleware:
         for name, value in self.backend.stats().items():
             stats.set_value(f"simhash/{name}", value)
         self._check_unchecked_share(spider)
+        self._check_index_lost()
         self._write_event(
             "close",
             spider.name,
@@ -547,6 +548,15 @@ class SimhashMiddleware:
         # that ran without deduplication says so
         if self.stats.get_value("finish_reason") == "finished":
             self.stats.set_value("finish_reason", "simhash_unchecked")
+
+    def _check_index_lost(self) -> None:
+        """A crawl whose shared index vanished under it (the backend's ERROR says
+        when and how) ends with the finish reason ``simhash_index_lost``."""
+        if self.stats.get_value("simhash/redis/index_lost_count", 0) and self.stats.get_value(
+            "finish_reason"
+        ) in ("finished", "simhash_unchecked"):
+            self.stats.set_value("finish_reason", "simhash_index_lost")
+
 
 def _spider_name(crawler: Crawler) -> str:
     spider = getattr(crawler, "spider", None)  # created before the middlewares

@@ -4,10 +4,12 @@ Off by default. Each permuted table lives in a hash slot of its own
 (``{<prefix>:t<i>}:table``), so one crawl can outgrow one master; the metadata,
 URLs and a lock stay in the prefix's slot. Redis refuses a script across slots,
 so a probe-and-insert is no longer one atomic script: a writer takes a lease
-lock (``SET NX PX``) in the metadata slot, reads the query's buckets (one
-pipelined round trip per master), compares in numpy, inserts (the one-slot
-script for the key and URL, then one pipelined append per master) and releases
-the lock only if it still holds it.
+lock (``SET NX PX``) in the metadata slot, checks the metadata, reads the
+query's buckets (one pipelined round trip per master), compares in numpy,
+confirms the candidates by their sketches (``confirms_many``), inserts (the
+one-slot insert script for the key, URL and sketch, then one pipelined append
+per master, skipping full buckets) and releases the lock only if it still
+holds it. The caps of :mod:`scrapy_simhash.backends.redis` apply.
 
 What it guarantees: while leases hold, writers of one crawl take turns, so no
 two near-duplicates are both kept and none is dropped twice. A writer stalled
@@ -17,7 +19,7 @@ writer that died mid-insert leaves its page in some tables only (a later copy
 may be kept). A distinct page is never dropped: a drop rests on a stored
 fingerprint within k. Waiting for the lock is bounded by ``lock_wait``
 (the backend passes ``SIMHASH_REDIS_TIMEOUT``): beyond it the call fails like an
-outage and the page is queued. Cost: 3 + 2 x masters round trips for a new page,
+outage and the page is queued. Cost: 4 + 2 x masters round trips for a new page,
 and writers of one crawl are serialised (bench/results/redis.txt).
 """
 
@@ -27,21 +29,33 @@ import os
 import time
 from typing import Any
 
-import numpy as np
-
 from scrapy_simhash.backends.redis import (
-    FIXED_SCRIPT_ARGS,
-    _APPEND_SCRIPT,
-    _ENTRY_DTYPE,
+    BUCKET_CAP,
+    ENTRY_SIZE,
+    IndexConflictError,
     IndexFullError,
     IndexMismatchError,
     IndexMissingError,
     RedisSimhashIndex,
 )
-from scrapy_simhash.fingerprinting.signature import confirms
 from scrapy_simhash.index import Match
 
 __all__ = ["LockTimeout", "ShardedRedisSimhashIndex"]
+
+# Appends an entry to each bucket that has room (ARGV: capacity in bytes,
+# then field, entry pairs); returns how many were full.
+_APPEND_CAPPED_SCRIPT = """
+local full = 0
+for i = 2, #ARGV, 2 do
+  local old = redis.call('HGET', KEYS[1], ARGV[i]) or ''
+  if #old + #ARGV[i + 1] > tonumber(ARGV[1]) then
+    full = full + 1
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], old .. ARGV[i + 1])
+  end
+end
+return full
+"""
 
 # Deletes the lock only when it still holds this writer's token; 1 when it did.
 _UNLOCK_SCRIPT = """
@@ -74,14 +88,17 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
         self.lease_lost = 0
         self._unlock_script = client.register_script(_UNLOCK_SCRIPT)
 
-    def open(self, *, reset: bool = False) -> int:
-        size = super().open(reset=reset)
-        # the one-slot script: no tables
-        self.keys = [self.meta_key, self.urls_key, self.sketches_key]
-        return size
-
     def slot_keys(self) -> list[str]:
         return [self.meta_key, self.urls_key, self.sketches_key, self.lock_key]
+
+    def _field(self, table: int, bucket: bytes) -> bytes:
+        return bucket  # a key per table
+
+    def _table_key(self, table: int) -> str:
+        return self.table_keys[table]
+
+    def _script_tables(self) -> list[str]:
+        return []  # in slots of their own: appended by _append
 
     def clear(self) -> int:
         keys = [*self.table_keys, self.lock_key]
@@ -93,49 +110,47 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
         self, fp: int, url: str = "", *, add: str = "if_new", sketch: bytes = b""
     ) -> tuple[list[Match], str | None, int]:
         """As :meth:`RedisSimhashIndex.query_and_add`, under the crawl's lock
-        (candidates confirmed here by their stored sketches, the same rule)."""
+        (the insert script then only hands out the key and stores the URL and
+        the sketch; the entries are appended table by table)."""
         fp = self._checked(fp, add, sketch)
         token = os.urandom(8)
         self._lock(token)
         try:
             fields = self.bucket_fields(fp)
-            matches = self._confirmed(self._matches(fp, self._read(fields)), sketch)
+            blobs = self._read(fields)
+            matches = self._confirmed(self._candidates(fp, blobs), sketch)
             nearest = self.url(matches[0].key) if matches else None
             new_key = 0
             if add == "always" or (add == "if_new" and not matches):
-                # the one-slot script with no tables: signature, key, URL
-                insert = self._script(
-                    keys=self.keys, args=self.script_args(fp, url, "always", sketch)
-                )
-                try:
-                    _, _, new_key = self._answer(insert)
-                except IndexFullError as exc:
-                    raise IndexFullError(str(exc), matches, nearest) from None
+                if self._crowded(fp, blobs):
+                    self.counts["crowded_count"] += 1
+                    return matches, nearest, 0
+                status, new_key, _ = self._insert(fp, url, sketch, [], [])
+                if status == -3:
+                    raise IndexFullError(
+                        f"Redis refused to store a page in {self.prefix!r}: out of memory "
+                        "(maxmemory with the noeviction policy)",
+                        matches,
+                        nearest,
+                    )
                 entry = int(fp).to_bytes(8, "big") + int(new_key).to_bytes(4, "big")
-                self._append(fields, entry)
+                self.counts["bucket_full_count"] += self._append(fields, entry)
         finally:
             if not self._unlock_script(keys=[self.lock_key], args=[token]):
                 self.lease_lost += 1
-        return matches, nearest, new_key
-
-    def script_args(self, fp: int, url: str, add: str, sketch: bytes = b"") -> list[Any]:
-        # no bucket fields: no tables
-        return super().script_args(fp, url, add, sketch)[:FIXED_SCRIPT_ARGS]
-
-    def _confirmed(self, matches: list[Match], sketch: bytes) -> list[Match]:
-        """The candidates whose stored sketch confirms ``sketch`` (all without one)."""
-        if not sketch or not matches:
-            return matches
-        stored = self.client.hmget(self.sketches_key, [str(m.key) for m in matches])
-        return [m for m, other in zip(matches, stored) if other and len(other) == len(sketch) and confirms(other, sketch)]
+        return matches, nearest, int(new_key)
 
     def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
         results: list[Any] = []
         for fp, url, add, sketch in entries:
             try:
                 results.append(self.query_and_add(fp, url, add=add, sketch=sketch))
-            except (IndexFullError, IndexMismatchError, IndexMissingError) as exc:
+            except (IndexFullError, IndexMismatchError, IndexMissingError,
+                    IndexConflictError) as exc:  # fmt: skip
                 results.append(exc)
+            except self._errors as exc:
+                results.append(exc)
+                break
         return results
 
     # -- the lock ------------------------------------------------------------
@@ -173,15 +188,14 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
         try:
             replies = pipe.execute(raise_on_error=True)
         except self._errors:
-            # a node gone or a slot moved: the cluster client reads the slot map
-            # again only on errors of its own calls
-            manager = getattr(self.client, "nodes_manager", None)
-            if manager is not None:
-                manager.initialize()
+            self._node_failed()  # a node gone or a slot moved
             raise
         return replies
 
     def _read(self, fields: list[bytes]) -> list[bytes | None]:
+        """The query's bucket in every table (a pipelined round trip per master),
+        after checking the metadata (one more)."""
+        self._check_alive(*self.client.hmget(self.meta_key, ["signature", "epoch"]))
         blobs: list[bytes | None] = [None] * len(self.table_keys)
         for pipe, tables in self._node_pipelines():
             for t in tables:
@@ -190,25 +204,13 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
                 blobs[t] = blob
         return blobs
 
-    def _append(self, fields: list[bytes], entry: bytes) -> None:
+    def _append(self, fields: list[bytes], entry: bytes) -> int:
+        """Append ``entry`` to its bucket in every table with room; return how
+        many buckets were full."""
+        full = 0
         for pipe, tables in self._node_pipelines():
             for t in tables:
-                pipe.eval(_APPEND_SCRIPT, 1, self.table_keys[t], fields[t], entry)
-            self._execute(pipe)
-
-    def _matches(self, fp: int, blobs: list[bytes | None]) -> list[Match]:
-        """Every stored fingerprint within k in the buckets read, once each."""
-        data = b"".join(blob for blob in blobs if blob)
-        if not data:
-            return []
-        rows = np.frombuffer(data, dtype=_ENTRY_DTYPE)
-        fps = rows["fp"].astype(np.uint64)
-        distances = np.bitwise_count(fps ^ np.uint64(fp))
-        near = distances <= self.k
-        keys, first = np.unique(rows["key"][near], return_index=True)
-        found = [
-            Match(int(key), int(fps[near][i]), int(distances[near][i]))
-            for key, i in zip(keys.tolist(), first.tolist())
-        ]
-        found.sort(key=lambda m: (m.distance, m.key))
-        return found
+                pipe.eval(_APPEND_CAPPED_SCRIPT, 1, self.table_keys[t],
+                          BUCKET_CAP * ENTRY_SIZE, fields[t], entry)
+            full += sum(int(n) for n in self._execute(pipe))
+        return full
