@@ -74,6 +74,7 @@ class RulesSettings:
 
     mode: str = DEFAULTS["SIMHASH_RULES"]
     min_support: int = DEFAULTS["SIMHASH_RULES_MIN_SUPPORT"]
+    min_precision: float = DEFAULTS["SIMHASH_RULES_MIN_PRECISION"]
     verify_share: float = DEFAULTS["SIMHASH_RULES_VERIFY_SHARE"]
     verify_first: int = DEFAULTS["SIMHASH_RULES_VERIFY_FIRST"]
     path: str | None = DEFAULTS["SIMHASH_RULES_PATH"]
@@ -90,6 +91,7 @@ class RulesSettings:
         return cls(
             mode=_get_choice(settings, "SIMHASH_RULES", RULES_MODES),
             min_support=_get_int(settings, "SIMHASH_RULES_MIN_SUPPORT", 1),
+            min_precision=_get_float(settings, "SIMHASH_RULES_MIN_PRECISION", 0, 0.99),
             verify_share=_get_float(settings, "SIMHASH_RULES_VERIFY_SHARE", 0, 1),
             verify_first=_get_int(settings, "SIMHASH_RULES_VERIFY_FIRST", 0),
             path=path,
@@ -106,7 +108,8 @@ class UrlRulesMiddleware:
         self.settings = rules
         # SIMHASH_ACTION=log is a dry run: rules are learned, nothing is skipped
         self.apply = rules.mode == "apply" and config.action != "log"
-        self.book = RuleBook(rules.min_support, rules.verify_first, rules.verify_share)
+        self.book = RuleBook(rules.min_support, rules.verify_first, rules.verify_share,
+                             rules.min_precision)
         self.log: FileRuleLog | RedisRuleLog | None = None
         self._audit: Any = None
         self._verifying: dict[str, str] = {}  # URL fetched to verify -> rule id
