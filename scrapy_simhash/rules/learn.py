@@ -583,7 +583,7 @@ class RuleBook:
         if other == t:
             return []
         if self._page_of[other] != page:
-            return [self._retire(rule, (t, other))]
+            return [self._retire(rule, (other, t))]
         rule.pairs += 1
         n = rule._per_page.get(key, 0)
         rule._per_page[key] = n + 1
