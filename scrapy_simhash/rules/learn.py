@@ -391,6 +391,19 @@ def candidate_rule(dropped: Url, kept: Url) -> Rule | None:
     return rules[0] if rules else None
 
 
+def _subsumes(a: Rule, b: Rule) -> bool:
+    """Whether rule ``a`` joins every pair of URLs that rule ``b`` joins."""
+    if a.path != b.path or not set(b.origins) <= set(a.origins) or b.order and not a.order:
+        return False
+    if b.names or b.classes or b.order:
+        if a.pattern is not None and a.pattern != b.pattern:
+            return False
+        if not set(b.classes) <= set(a.classes):
+            return False
+        return all(a.drops(n) for n in b.names)
+    return a.pattern is None
+
+
 class RuleEvent(NamedTuple):
     """Something a caller should log: ``kind`` is ``learned`` (a candidate built),
     ``activated``, ``retired`` (an active rule met a counterexample) or ``rejected`` (a
@@ -450,7 +463,9 @@ class RuleBook:
         self.min_precision = min_precision
         self.rules: dict[str, Rule] = {}
         self._hosts: dict[str, _Host] = {}
-        self._active: dict[str, list[Rule]] = {}  # origin -> active rules
+        self._active_rules: dict[str, list[Rule]] = {}  # origin -> active rules
+        # origin -> slot -> the active rules no other active rule subsumes (for check)
+        self._active: dict[str, dict[str, list[Rule]]] = {}
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
         self._cluster: dict[str, list[str]] = {}  # kept URL -> other URLs that showed it
         self._touched: dict[str, Rule] = {}  # rules whose support grew since _settle
@@ -608,7 +623,8 @@ class RuleBook:
         if was_active:
             rule.active = False
             for origin in rule.origins:
-                self._active[origin].remove(rule)
+                self._active_rules[origin].remove(rule)
+            self._index_active(rule.origins)
         rule._keys, rule._per_page = {}, {}
         self._touched.pop(rule.id, None)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
@@ -628,24 +644,57 @@ class RuleBook:
             rule.active = True
             rule._verify_left = self.verify_first * (BROAD_VERIFY if rule.broad else 1)
             for origin in rule.origins:
-                self._active.setdefault(origin, []).append(rule)
+                self._active_rules.setdefault(origin, []).append(rule)
+            self._index_active(rule.origins)
             events.append(RuleEvent("activated", rule, rule.examples[-1]))
         self._touched = {}
         return events
+
+    def _index_active(self, origins: tuple[str, ...]) -> None:
+        """Index the active rules of ``origins`` for :meth:`check`, leaving out those that
+        another active rule subsumes (it joins every pair they join)."""
+        for origin in origins:
+            rules = self._active_rules.get(origin, [])
+            slots: dict[str, list[Rule]] = {}
+            for rule in rules:
+                if any(other is not rule and _subsumes(other, rule)
+                       and (not _subsumes(rule, other) or other.id < rule.id)
+                       for other in rules):
+                    continue
+                for o, slot in rule.slots():
+                    if o == origin:
+                        slots.setdefault(slot, []).append(rule)
+            self._active[origin] = slots
 
     # -- applying --------------------------------------------------------------------------
 
     def check(self, url: str) -> Decision | None:
         """The active rule mapping ``url`` to a page already fetched and kept (under another
-        URL), if any, and whether to fetch it anyway to verify the rule."""
+        URL), if any, and whether to fetch it anyway to verify the rule. Only the rules
+        indexed under the URL's path pattern and folders are tried."""
         origin_end = url.find("/", url.find("://") + 3)
         origin = (url if origin_end == -1 else url[:origin_end]).lower()
         if "?" in origin:
             origin = origin.partition("?")[0]
-        rules = self._active.get(origin)
-        if not rules:
+        slots = self._active.get(origin)
+        if not slots:
             return None
         u = parse_url(url)
+        path = u.path
+        found = slots.get("=" + path_pattern(path))
+        if found:
+            decision = self._match(found, u)
+            if decision is not None:
+                return decision
+        for d in _dirs(path[: path.rfind("/") + 1]):
+            found = slots.get(d)
+            if found:
+                decision = self._match(found, u)
+                if decision is not None:
+                    return decision
+        return None
+
+    def _match(self, rules: list[Rule], u: Url) -> Decision | None:
         t = u.text()
         page_of = self._page_of
         for rule in rules:
@@ -658,7 +707,7 @@ class RuleBook:
                     continue
                 other = key
             page = page_of.get(other)
-            if page is None or page == t or page_of.get(t) is not None:
+            if page is None or page == t or t in page_of:
                 continue
             return self._decide(rule, page)
         return None
