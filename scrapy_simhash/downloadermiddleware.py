@@ -34,7 +34,7 @@ from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.index.store import CorruptStateError
 from scrapy_simhash.rules import RULES_FILE, FileRuleLog, RedisRuleLog, RuleBook, replay
 from scrapy_simhash.middleware import start_failed
-from scrapy_simhash.rules.learn import Rule, RuleEvent
+from scrapy_simhash.rules.learn import Rule, RuleEvent, wilson_lower
 from scrapy_simhash.settings import (
     DEFAULTS,
     RULES_MODES,
@@ -234,7 +234,7 @@ class UrlRulesMiddleware:
         if not events:
             return
         spider = self.crawler.spider
-        for kind, rule, (a, b), via in events:
+        for kind, rule, (a, b) in events:
             if kind == "retired":
                 logger.warning(
                     "URL rule retired: %(rule)s maps <%(a)s> and <%(b)s>, two pages kept as "
@@ -249,19 +249,12 @@ class UrlRulesMiddleware:
                              "two pages kept as distinct", {"rule": rule.id, "a": a, "b": b},
                              extra={"spider": spider})
                 self.stats.inc_value("simhash/rules_rejected_count")
-            elif kind == "unlinked":
-                logger.warning(
-                    "URL rules no longer applied one after the other: %(via)s then %(rule)s "
-                    "map <%(a)s> and <%(b)s>, two pages kept as distinct",
-                    {"via": via.id if via is not None else None, "rule": rule.id, "a": a,
-                     "b": b},
-                    extra={"spider": spider},
-                )
-                self.stats.inc_value("simhash/rules_unlinked_count")
             elif kind == "activated":
                 logger.info(
-                    "URL rule active: %(rule)s (%(support)d supporting pages, e.g. <%(a)s> "
-                    "= <%(b)s>)", {"rule": rule.id, "support": rule.support, "a": a, "b": b},
+                    "URL rule active: %(rule)s (%(support)d supporting pages, precision "
+                    "at least %(bound).2f at 99%% confidence, e.g. <%(a)s> = <%(b)s>)",
+                    {"rule": rule.id, "support": rule.support,
+                     "bound": wilson_lower(rule.support, rule.support), "a": a, "b": b},
                     extra={"spider": spider},
                 )
             else:

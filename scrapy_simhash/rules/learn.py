@@ -412,7 +412,6 @@ class RuleEvent(NamedTuple):
     kind: str
     rule: Rule
     pair: Pair
-    via: Rule | None = None
 
 
 class Decision(NamedTuple):
