@@ -136,7 +136,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec(
         "SIMHASH_RULES_MIN_SUPPORT", 3,
-        "Pages with a supporting pair before a URL rule is active.",
+        "Supporting instances (on at least two pages) before a URL rule is active.",
     ),
     SettingSpec(
         "SIMHASH_RULES_MIN_PRECISION", 0.3,

@@ -95,18 +95,18 @@ def feed_sessions(book: RuleBook, pages: range, path: str = "/list") -> None:
         book.duplicate(f"{H}{path}?page={p}&sid=b", f"{H}{path}?page={p}&sid=a")
 
 
-def test_active_only_on_enough_pages():
-    """The bound counts pages: one page met under many session ids is one instance."""
+def test_active_only_on_enough_instances_on_two_pages():
+    """One page met under many session ids counts twice, not six times."""
     book = RuleBook(min_support=3, verify_first=0, verify_share=0)
     book.kept(f"{H}/list?page=1&sid=a")
     for sid in "bcdefg":
         book.duplicate(f"{H}/list?page=1&sid={sid}", f"{H}/list?page=1&sid=a")
     assert book.active_count == 0
+    assert book.rules == {}  # suggested by one page: not even built
     feed_sessions(book, range(2, 3))
-    assert book.active_count == 0  # two pages: bound 0.23 < 0.3
-    assert book.check(f"{H}/list?page=2&sid=z") is None
-    feed_sessions(book, range(3, 4))
-    assert book.active_count == 1
+    assert book.active_count == 1  # 2 + 1 instances on two pages: bound 0.31
+    (rule,) = [r for r in book.rules.values() if r.active]
+    assert (rule.support, rule.pairs, rule.pages) == (3, 7, 2)
     decision = book.check(f"{H}/list?page=2&sid=q")
     assert decision.duplicate_of == f"{H}/list?page=2&sid=a"
     # never a page nobody kept, never another path, never the kept URL itself
@@ -154,16 +154,18 @@ def test_parameter_relevant_on_another_path_is_not_generalised():
 
 def test_verification_first_pages_then_by_risk():
     """After the first checks, the share fetched is the larger of verify_share and
-    (1 - the precision bound) / 4: 17% on three pages."""
+    (1 - the precision bound) / 8: 8.6% on three instances. A page the rule already
+    joined to a copy is skipped without a check."""
     book = RuleBook(min_support=3, verify_first=2, verify_share=0)
     feed_sessions(book, range(1, 4))
     for p in range(4, 30):
         book.kept(f"{H}/list?page={p}&sid=a")
     verify = [book.check(f"{H}/list?page={p}&sid=q").verify for p in range(4, 30)]
     assert verify[:2] == [True, True]
-    share = (1 - wilson_lower(3, 3)) / 4
+    share = (1 - wilson_lower(3, 3)) / 8
     assert all(sum(verify[:n]) >= share * n for n in range(1, len(verify) + 1))
-    assert sum(verify) < len(verify) / 2
+    assert sum(verify) < len(verify) / 4
+    assert not book.check(f"{H}/list?page=1&sid=q").verify  # page 1: sid=a = sid=b
     everything = RuleBook(min_support=3, verify_first=0, verify_share=1.0)
     feed_sessions(everything, range(1, 5))
     everything.kept(f"{H}/list?page=7&sid=a")

@@ -17,9 +17,9 @@ speaks for to a key; each URL fetched whose key was met before is one
 they showed two (the rule is then retired for good).
 
 Safety is a statistical bound: a rule is active (skips requests) only while the
-Wilson lower bound at 99% of its precision over its instances, counted per page
-(one page met under many URLs, a session id in every link, is one page's
-evidence, not a family's), is at least the threshold of its
+Wilson lower bound at 99% of its precision over its instances (the pairs on one
+page are alike, so at most :data:`PAIRS_PER_PAGE` of them count for a narrow rule
+and one for a broad rule) is at least the threshold of its
 breadth (:meth:`RuleBook.threshold`). Requests an active rule would skip are
 fetched anyway to verify it, more of them early and for broad rules
 (:meth:`RuleBook._decide`); each verification is one more instance.
@@ -57,6 +57,9 @@ INDEX_FILES = frozenset(
 MAX_EXAMPLES = 5
 #: URLs of one page compared with a new duplicate of it to suggest rules.
 MAX_CLUSTER = 16
+#: Instances counted per page (rule key) for a narrow rule (one for a broad rule): a page
+#: met under twenty session ids is not twenty pages of the family.
+PAIRS_PER_PAGE = 2
 #: A broad rule needs the precision bound of a narrow one plus this (0.3 -> 0.8).
 BROAD_MARGIN = 0.5
 #: Candidates built (not retired) per host; suggestions awaiting a second page per host.
@@ -69,8 +72,8 @@ Z99 = 2.5758293035489
 BROAD_VERIFY = 3
 BROAD_SHARE = 2
 #: Early on, at least (1 - the precision bound) / EARLY_SHARE of the requests a rule would
-#: skip are fetched to check it: about 17% at activation on three pages, 4% past 40.
-EARLY_SHARE = 4
+#: skip are fetched to check it: 8.6% at activation on three instances, 5% from ten.
+EARLY_SHARE = 8
 
 
 def wilson_lower(successes: int, n: int, z: float = Z99) -> float:
@@ -265,9 +268,9 @@ class Rule:
             or (isinstance(path, PathSub) and path.tail >= 2)
             or (names and pattern is None)
         )
-        self.support = 0  # pages with a supporting pair: the instances of the bound
+        self.support = 0  # instances counted for the bound (see PAIRS_PER_PAGE)
         self.pairs = 0  # supporting pairs, all of them
-        self.pages = 0  # = support (the name the CLI shows)
+        self.pages = 0  # pages (rule keys) with a supporting pair
         self.examples: list[Pair] = []
         self.counterexamples: list[Pair] = []
         self.active = False
@@ -276,7 +279,8 @@ class Rule:
         self.verified = 0  # supporting pairs met after activation
         self._keys: dict[str, str] = {}  # key -> first URL with it that the rule changes
         self._per_page: dict[str, int] = {}  # key -> supporting pairs on it
-        self._would = 0  # requests it would have skipped since activation
+        self._would = 0  # requests for new pages it would have skipped since activation
+        self._would_known = 0  # ... for pages it was already seen to join to a copy
         self._checks = 0  # ... of which fetched to check it
         self._verify_left = 0
 
@@ -439,7 +443,7 @@ class _Host:
 class RuleBook:
     """Candidate and active rules, the evidence behind them, and the pages kept.
 
-    ``min_support``: pages with a supporting pair before a rule is active;
+    ``min_support``: instances (on at least two pages) before a rule is active;
     ``min_precision``: the 99% lower bound of the precision a narrow rule needs to be
     active (a broad one, that plus :data:`BROAD_MARGIN`: :meth:`threshold`); ``verify_first``
     and ``verify_share``: the requests an active rule would skip that are fetched to
@@ -601,7 +605,7 @@ class RuleBook:
         rule.pairs += 1
         n = rule._per_page.get(key, 0)
         rule._per_page[key] = n + 1
-        if n == 0:
+        if n < (1 if rule.broad else PAIRS_PER_PAGE):
             rule.support += 1
             rule.pages = len(rule._per_page)
             self._touched[rule.id] = rule
@@ -629,14 +633,15 @@ class RuleBook:
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
 
     def _settle(self) -> list[RuleEvent]:
-        """Activate the rules whose support grew enough: at least ``min_support`` pages and
+        """Activate the rules whose support grew enough: ``min_support`` instances on two pages and
         the precision bound at the rule's threshold (support only grows; a counterexample
         retires)."""
         if not self._touched:
             return []
         events: list[RuleEvent] = []
         for rule in self._touched.values():
-            if rule.retired or rule.active or rule.pages < self.min_support:
+            if (rule.retired or rule.active or rule.support < self.min_support
+                    or rule.pages < min(2, self.min_support)):
                 continue
             if wilson_lower(rule.support, rule.support) < self.threshold(rule):
                 continue
@@ -708,11 +713,16 @@ class RuleBook:
             page = page_of.get(other)
             if page is None or page == t or t in page_of:
                 continue
+            if key in rule._per_page:
+                # the rule was already seen to join this very page to a copy: no risk
+                rule._would_known += 1
+                return Decision(rule, page, False)
             return self._decide(rule, page)
         return None
 
     def _decide(self, rule: Rule, kept: str) -> Decision:
-        """Count a request ``rule`` would skip; fetch it to check the rule when it is one of
+        """Count a request for a new page ``rule`` would skip (a page it was already seen to
+        join to a copy is skipped without this); fetch it to check the rule when it is one of
         the first after activation (``verify_first``, three times as many for a broad
         rule) or while fewer than the share of them were checked: ``verify_share``
         (twice that for a broad rule), or the 99% upper bound of the rule's error rate
