@@ -613,6 +613,12 @@ class RuleBook:
             rule.examples.append((t, other))
         if rule.active:
             rule.verified += 1
+            if n == 0 and rule._verify_left > 0:
+                # a fetch under way at activation met a new page of the rule: it counts
+                # as one of the first checks
+                rule._verify_left -= 1
+                rule._checks += 1
+                rule._would += 1
         return []
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
