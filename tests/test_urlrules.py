@@ -257,9 +257,9 @@ EVIDENCE = st.lists(
 )
 
 
-# Each rule counts only the pairs it maps itself, so which rules exist, their support and
-# state, and the compositions unlinked are functions of the evidence, not of its order
-# (RuleBook's docstring). CI runs 200 examples; SIMHASH_TEST_EXAMPLES=2000 runs more.
+# Each rule counts only the pairs it maps itself and is built once two pages suggest it, so
+# which rules exist, their support and state are functions of the evidence, not of its
+# order (RuleBook's docstring). CI runs 200 examples; SIMHASH_TEST_EXAMPLES=2000 runs more.
 @settings(max_examples=int(os.environ.get("SIMHASH_TEST_EXAMPLES", 200)), deadline=None)
 @given(EVIDENCE, st.randoms(use_true_random=False))
 # Crediting a path rule with the parameter rule's pair (/p/1?s=1, /p/1), which it maps to

@@ -316,7 +316,7 @@ async def test_rules_shared_through_redis(site, redis_url, redis_client):
     ("name", "value"),
     [("SIMHASH_RULES", "maybe"), ("SIMHASH_RULES_MIN_SUPPORT", 0),
      ("SIMHASH_RULES_VERIFY_SHARE", 1.5), ("SIMHASH_RULES_VERIFY_SHARE", "lots"),
-     ("SIMHASH_RULES_VERIFY_FIRST", -1)],
+     ("SIMHASH_RULES_VERIFY_FIRST", -1), ("SIMHASH_RULES_MIN_PRECISION", 1.0)],
 )
 def test_bad_settings_fail_at_start_naming_the_setting(name, value):
     from scrapy.utils.test import get_crawler

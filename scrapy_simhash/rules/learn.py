@@ -277,8 +277,10 @@ class Rule:
         self.retired = False
         self.skips = 0
         self.verified = 0  # supporting pairs met after activation
-        self._keys: dict[str, str] = {}  # key -> first URL with it that the rule changes
-        self._per_page: dict[str, int] = {}  # key -> supporting pairs on it
+        # keys are held as their 64-bit hashes (a third of the memory of the strings; two
+        # keys of one rule share a hash with odds of about n^2 / 2^65)
+        self._keys: dict[int, str] = {}  # key -> first URL with it that the rule changes
+        self._per_page: dict[int, int] = {}  # key -> supporting pairs on it
         self._would = 0  # requests for new pages it would have skipped since activation
         self._would_known = 0  # ... for pages it was already seen to join to a copy
         self._checks = 0  # ... of which fetched to check it
@@ -590,12 +592,13 @@ class RuleBook:
         key = rule.key(u)
         if key is None:
             return []
-        other = rule._keys.get(key)
+        h = hash(key)
+        other = rule._keys.get(h)
         if other is None:
             if key == t:
                 return []  # the rule leaves it as it is: found under its own URL later
             if key not in self._page_of:
-                rule._keys[key] = t
+                rule._keys[h] = t
                 return []
             other = key
         if other == t:
@@ -603,8 +606,8 @@ class RuleBook:
         if self._page_of[other] != page:
             return [self._retire(rule, (other, t))]
         rule.pairs += 1
-        n = rule._per_page.get(key, 0)
-        rule._per_page[key] = n + 1
+        n = rule._per_page.get(h, 0)
+        rule._per_page[h] = n + 1
         if n < (1 if rule.broad else PAIRS_PER_PAGE):
             rule.support += 1
             rule.pages = len(rule._per_page)
@@ -711,7 +714,8 @@ class RuleBook:
             key = rule.key(u)
             if key is None:
                 continue
-            other = rule._keys.get(key)
+            h = hash(key)
+            other = rule._keys.get(h)
             if other is None:
                 if key == t:
                     continue
@@ -719,7 +723,7 @@ class RuleBook:
             page = page_of.get(other)
             if page is None or page == t or t in page_of:
                 continue
-            if key in rule._per_page:
+            if h in rule._per_page:
                 # the rule was already seen to join this very page to a copy: no risk
                 rule._would_known += 1
                 return Decision(rule, page, False)
