@@ -7,8 +7,11 @@ simhash spider middleware and ``UrlRulesMiddleware``, once with
 ``SIMHASH_RULES=apply`` (the default) and once with ``off``, each crawl in a
 fresh Python process, one after the other in one run. Reported per crawl:
 responses, pages a second, duplicates dropped, rules built (candidates and
-active), the crawling process's CPU seconds and its peak RSS; then the ratio of
-pages crawled with rules to without. Usage:
+active), the crawling process's CPU seconds, pages per CPU second and its peak
+RSS; then the ratios of pages crawled and of pages per CPU second with rules to
+without, medians over repeats (the order of the two crawls alternates). On a
+machine shared with other jobs the pages crawled follow the CPU share the
+crawl gets; pages per CPU second do not. Usage:
 ``python -m bench.bench_flat [--seconds 60] [--pages 20000] [--repeats 1]``.
 """
 
@@ -95,11 +98,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"bench_flat: FlatSite({args.pages}) served from its own process, crawled "
           f"{args.seconds} s per crawl, CONCURRENT_REQUESTS=16; load {os.getloadavg()[0]:.2f}")
     print(f"  {'rules':<6}{'pages':>7}{'pages/s':>9}{'dropped':>9}{'CPU s':>7}"
-          f"{'RSS start':>10}{'RSS peak':>9}{'built/active':>13}")
-    ratios = []
-    for _ in range(args.repeats):
+          f"{'pages/CPU s':>12}{'RSS start':>10}{'RSS peak':>9}{'built/active':>13}")
+    ratios, per_cpu = [], []
+    for repeat in range(args.repeats):
         rows = {}
-        for rules in ("apply", "off"):
+        for rules in ("apply", "off") if repeat % 2 == 0 else ("off", "apply"):
             parent, child = multiprocessing.Pipe()
             server = multiprocessing.Process(target=serve, args=(args.pages, child), daemon=True)
             server.start()
