@@ -115,11 +115,16 @@ def main(argv: list[str] | None = None) -> None:
             row = json.loads(run.stdout.strip().splitlines()[-1])
             rows[rules] = row
             print(f"  {rules:<6}{row['responses']:>7}{row['responses'] / row['elapsed']:>9.0f}"
-                  f"{row['dropped']:>9}{row['cpu']:>7.1f}{row['rss_start_mb']:>9.0f}M"
-                  f"{row['rss_peak_mb']:>8.0f}M{str(row['built']):>13}")
-        ratios.append(rows["apply"]["responses"] / rows["off"]["responses"])
+                  f"{row['dropped']:>9}{row['cpu']:>7.1f}{row['responses'] / row['cpu']:>12.0f}"
+                  f"{row['rss_start_mb']:>9.0f}M{row['rss_peak_mb']:>8.0f}M"
+                  f"{str(row['built']):>13}")
+        on, off = rows["apply"], rows["off"]
+        ratios.append(on["responses"] / off["responses"])
+        per_cpu.append((on["responses"] / on["cpu"]) / (off["responses"] / off["cpu"]))
     print(f"  pages crawled with rules / without: {statistics.median(ratios):.2f}x "
-          f"(median of {len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)})")
+          f"(median of {len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)}); pages per "
+          f"CPU second: {statistics.median(per_cpu):.2f}x "
+          f"({', '.join(f'{r:.2f}' for r in per_cpu)}); load {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
