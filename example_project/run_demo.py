@@ -373,8 +373,9 @@ def rules_table(result: CrawlResult, off: CrawlResult, out=sys.stdout) -> list[t
               f"({100 * saved / len(off.fetched):.0f}%).", file=out)
     rules = learned_rules(result)
     if rules:
-        print("\nURL rules learned (support: distinct pairs of URLs seen to show one page;"
-              " pages: distinct pages among them):", file=out)
+        print("\nURL rules learned (support: pairs of URLs seen to show one page, at most two"
+              " a page, the instances of the precision bound; pages: distinct pages among"
+              " them):", file=out)
         table = [("state", "support", "pages", "counterexamples", "skips", "rule")]
         table += [(r["state"], str(r["support"]), str(r["pages"]), str(r["counterexamples"]),
                    str(r["skips"]), r["rule"].replace(result.base_url, "")) for r in rules]

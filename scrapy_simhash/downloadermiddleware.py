@@ -34,7 +34,7 @@ from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.index.store import CorruptStateError
 from scrapy_simhash.rules import RULES_FILE, FileRuleLog, RedisRuleLog, RuleBook, replay
 from scrapy_simhash.middleware import start_failed
-from scrapy_simhash.rules.learn import Rule, RuleEvent
+from scrapy_simhash.rules.learn import Rule, RuleEvent, wilson_lower
 from scrapy_simhash.settings import (
     DEFAULTS,
     RULES_MODES,
@@ -74,6 +74,7 @@ class RulesSettings:
 
     mode: str = DEFAULTS["SIMHASH_RULES"]
     min_support: int = DEFAULTS["SIMHASH_RULES_MIN_SUPPORT"]
+    min_precision: float = DEFAULTS["SIMHASH_RULES_MIN_PRECISION"]
     verify_share: float = DEFAULTS["SIMHASH_RULES_VERIFY_SHARE"]
     verify_first: int = DEFAULTS["SIMHASH_RULES_VERIFY_FIRST"]
     path: str | None = DEFAULTS["SIMHASH_RULES_PATH"]
@@ -90,6 +91,7 @@ class RulesSettings:
         return cls(
             mode=_get_choice(settings, "SIMHASH_RULES", RULES_MODES),
             min_support=_get_int(settings, "SIMHASH_RULES_MIN_SUPPORT", 1),
+            min_precision=_get_float(settings, "SIMHASH_RULES_MIN_PRECISION", 0, 0.99),
             verify_share=_get_float(settings, "SIMHASH_RULES_VERIFY_SHARE", 0, 1),
             verify_first=_get_int(settings, "SIMHASH_RULES_VERIFY_FIRST", 0),
             path=path,
@@ -106,7 +108,8 @@ class UrlRulesMiddleware:
         self.settings = rules
         # SIMHASH_ACTION=log is a dry run: rules are learned, nothing is skipped
         self.apply = rules.mode == "apply" and config.action != "log"
-        self.book = RuleBook(rules.min_support, rules.verify_first, rules.verify_share)
+        self.book = RuleBook(rules.min_support, rules.verify_first, rules.verify_share,
+                             rules.min_precision)
         self.log: FileRuleLog | RedisRuleLog | None = None
         self._audit: Any = None
         self._verifying: dict[str, str] = {}  # URL fetched to verify -> rule id
@@ -231,7 +234,7 @@ class UrlRulesMiddleware:
         if not events:
             return
         spider = self.crawler.spider
-        for kind, rule, (a, b), via in events:
+        for kind, rule, (a, b) in events:
             if kind == "retired":
                 logger.warning(
                     "URL rule retired: %(rule)s maps <%(a)s> and <%(b)s>, two pages kept as "
@@ -246,19 +249,12 @@ class UrlRulesMiddleware:
                              "two pages kept as distinct", {"rule": rule.id, "a": a, "b": b},
                              extra={"spider": spider})
                 self.stats.inc_value("simhash/rules_rejected_count")
-            elif kind == "unlinked":
-                logger.warning(
-                    "URL rules no longer applied one after the other: %(via)s then %(rule)s "
-                    "map <%(a)s> and <%(b)s>, two pages kept as distinct",
-                    {"via": via.id if via is not None else None, "rule": rule.id, "a": a,
-                     "b": b},
-                    extra={"spider": spider},
-                )
-                self.stats.inc_value("simhash/rules_unlinked_count")
             elif kind == "activated":
                 logger.info(
-                    "URL rule active: %(rule)s (%(support)d supporting pages, e.g. <%(a)s> "
-                    "= <%(b)s>)", {"rule": rule.id, "support": rule.support, "a": a, "b": b},
+                    "URL rule active: %(rule)s (%(support)d supporting pages, precision "
+                    "at least %(bound).2f at 99%% confidence, e.g. <%(a)s> = <%(b)s>)",
+                    {"rule": rule.id, "support": rule.support,
+                     "bound": wilson_lower(rule.support, rule.support), "a": a, "b": b},
                     extra={"spider": spider},
                 )
             else:

@@ -136,7 +136,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec(
         "SIMHASH_RULES_MIN_SUPPORT", 3,
-        "Supporting pairs (on at least two pages) before a URL rule is active.",
+        "Supporting instances (on at least two pages) before a URL rule is active.",
+    ),
+    SettingSpec(
+        "SIMHASH_RULES_MIN_PRECISION", 0.3,
+        "A URL rule skips only while the 99% Wilson lower bound of its precision is at "
+        "least this (a broad rule, one for a whole host or a folder tree: this plus 0.5).",
     ),
     SettingSpec(
         "SIMHASH_RULES_VERIFY_SHARE", 0.05,

@@ -22,6 +22,20 @@ Traps (parameters and paths that change the page; a rule must never skip them):
 - ``v``: irrelevant on ``/a/<i>.html?v=2`` (a "view" flag), relevant on
   ``/watch?v=<id>`` (it selects the video).
 
+A multilingual manual (``/manual/<lang>/<section>/<page>.html``, English, German,
+French): an untranslated page is the English text in the language's chrome (a copy),
+a translated one is distinct, so a rule joining two language folders must never
+act. Its sections are also served as ``.../<section>/`` and ``.../index.html``;
+the whole manual is mirrored under ``/mirror/manual/`` (a folder inserted); its
+"next page" links carry a cache-buster (``?build=<random>``); articles are
+linked from it with several tracking parameters at once (``utm_source``,
+``utm_medium``, ``utm_campaign``, sometimes ``fbclid``), and the shop with a
+``sessionid``.
+
+:class:`FlatSite` is the cost case: 20,000 pages under ``/p/<n>``, a third of
+them copies of another page under an unrelated number, so that no URL pattern
+joins a copy to its page.
+
 Link order on every page is shuffled by the seed, so crawls meet the pages in
 different orders. The server listens on 127.0.0.1 and 127.0.0.2 (same port).
 """
@@ -55,8 +69,22 @@ TEMPLATED = 8
 VIDEOS = 6
 PRODUCTS = 40
 SORTS = ("price", "name", "new", "rating")
+LANGS = ("en", "de", "fr")
+SECTIONS = 3
+SECTION_PAGES = 8
+#: Manual pages translated (distinct from the English page), per language: about a
+#: quarter of the German pages and a sixth of the French ones, spread over the sections.
+TRANSLATED = {
+    lang: frozenset((s, p) for s in range(SECTIONS) for p in range(SECTION_PAGES)
+                    if random.Random(f"{lang}-{s}-{p}").random() < share)
+    for lang, share in (("de", 0.25), ("fr", 0.17))
+}
 #: Kinds of URL that are copies of a page met under another URL (the DUST families).
-DUST_KINDS = ("tracking", "print", "mirror", "alias", "session", "view")
+DUST_KINDS = ("tracking", "print", "mirror", "alias", "session", "view", "manual-mirror",
+              "index", "busted")
+#: Copies that no safe rule covers: untranslated pages in a language folder whose other
+#: pages are translated (a rule joining the folders would skip translations).
+MIXED_KINDS = ("lang-copy",)
 
 
 def _text(seed: Any, sentences: int = 18) -> str:
@@ -107,6 +135,8 @@ class DustSite:
         alias = parts.netloc.startswith("127.0.0.2")
         if path == "/":
             return ("alias" if alias else "home"), "home"
+        if path.startswith(("/manual/", "/mirror/manual/")):
+            return self._classify_manual(path, q, alias)
         if path.startswith(("/a/", "/print/", "/mirror/")) and path.endswith(".html"):
             i = path.rsplit("/", 1)[1][:-5]
             kind = {"a": "article", "print": "print", "mirror": "mirror"}[path.split("/")[1]]
@@ -133,6 +163,31 @@ class DustSite:
             return "watch", f"watch:{q.get('v', ['?'])[0]}"
         return "other", path
 
+    def _classify_manual(self, path: str, q: dict, alias: bool) -> tuple[str, str]:
+        mirror = path.startswith("/mirror/")
+        parts = path.split("/")[2 + mirror:]  # lang, section, page
+        if len(parts) != 3 or parts[0] not in LANGS:
+            return "other", path
+        lang, section, page = parts
+        if not (section[:1] == "s" and section[1:].isdigit()
+                and (page in ("", "index.html") or page.removesuffix(".html").isdigit())):
+            return "other", path
+        if page in ("", "index.html"):
+            group = f"manual:{lang}:{section}:index"
+            kind = "index" if page else "section"
+        else:
+            n = page.removesuffix(".html")
+            original = lang == "en" or (int(section[1:]), int(n)) in TRANSLATED[lang]
+            group = f"manual:{lang if original else 'en'}:{section}:{n}"
+            kind = "manual" if original else "lang-copy"
+        if "build" in q and kind in ("manual", "lang-copy"):
+            kind = "busted"
+        if mirror:
+            kind = "manual-mirror"
+        if alias:
+            kind = "alias"
+        return kind, group
+
     # -- pages -------------------------------------------------------------------------
 
     def _page(self, title: str, main: str, links: list[str], chrome: str = "",
@@ -145,8 +200,54 @@ class DustSite:
     def _home_links(self) -> list[str]:
         links = [f"/a/{i}.html" for i in range(ARTICLES)]
         links += [f"/cat/{c}?sid={self._sid()}" for c in range(CATEGORIES)]
-        links += ["/list?page=1", "/shop?sort=price", "/watch?v=0", "/t/0.html", "/item?id=0"]
+        links += ["/list?page=1", f"/shop?sort=price&sessionid={self._sid()}", "/watch?v=0",
+                  "/t/0.html", "/item?id=0"]
+        links += [f"/manual/{lang}/s0/" for lang in LANGS] + ["/mirror/manual/en/s0/"]
         return links
+
+    def _tracking(self, i: int) -> str:
+        with self._lock:
+            rng = self._rng
+            params = [f"utm_source={rng.choice(('manual', 'mail', 'news'))}",
+                      f"utm_medium={rng.choice(('web', 'email'))}"]
+            if rng.random() < 0.7:
+                params.append(f"utm_campaign=c{rng.randrange(100)}")
+            if rng.random() < 0.3:
+                params.append(f"fbclid={rng.getrandbits(40):010x}")
+            rng.shuffle(params)
+        return f"/a/{i}.html?" + "&".join(params)
+
+    def _manual(self, path: str, kind: str, group: str) -> str | None:
+        mirror = "/mirror" if path.startswith("/mirror/") else ""
+        _, glang, gsection, gpage = group.split(":")
+        lang = path.split("/")[2 + bool(mirror)]
+        if not gsection.startswith("s") or not gsection[1:].isdigit():
+            return None
+        s = int(gsection[1:])
+        if not 0 <= s < SECTIONS:
+            return None
+        root = f"{mirror}/manual/{lang}/s{s}/"
+        chrome = f"<p>Language: {lang}. Other languages: {' '.join(LANGS)}</p>"
+        if gpage == "index":
+            links = [f"{root}{p}.html" for p in range(SECTION_PAGES)]
+            links += [f"{mirror}/manual/{lang}/s{(s + 1) % SECTIONS}/index.html",
+                      f"{mirror}/manual/{lang}/s{(s + 2) % SECTIONS}/"]
+            links += [f"/manual/{other}/s{s}/" for other in LANGS if other != lang]
+            main = f"<p>{_text(('manual-index', lang, s), 6)}</p>"
+            return self._page(f"Manual {lang} section {s}", main, links, chrome=chrome)
+        if not gpage.isdigit() or not 0 <= int(gpage) < SECTION_PAGES:
+            return None
+        p = int(gpage)
+        with self._lock:
+            build = self._rng.getrandbits(32)
+        links = [f"{root}{(p + 1) % SECTION_PAGES}.html?build={build:08x}", root,
+                 f"{root}index.html", self._tracking((s * SECTION_PAGES + p) % ARTICLES)]
+        links += [f"{mirror}/manual/{other}/s{s}/{p}.html" for other in LANGS if other != lang]
+        if not mirror:
+            links.append(f"/mirror/manual/{lang}/s{s}/{p}.html")
+        body = "".join(f"<p>{_text(('manual', glang, s, p, n), 5)}</p>" for n in range(3))
+        return self._page(f"Manual {glang} {s}.{p}", body, links, chrome=chrome,
+                          heading=f"Manual {s}.{p}")
 
     def render(self, url: str) -> str | None:
         parts = urlsplit(url)
@@ -155,6 +256,8 @@ class DustSite:
         name, _, key = group.partition(":")
         if group == "home":
             return self._page("Home", f"<p>{_text('home', 8)}</p>", self._home_links())
+        if name == "manual":
+            return self._manual(path, kind, group)
         if name == "article":
             i = int(key)
             nxt = (i + 1) % ARTICLES
@@ -193,7 +296,8 @@ class DustSite:
             rng = random.Random(f"sort-{sort}")
             chosen = rng.sample(range(PRODUCTS), 8)
             main = "".join(f"<p>{_text(('product', p), 2)}</p>" for p in chosen)
-            return self._page(f"Shop by {sort}", main, [f"/shop?sort={s}" for s in SORTS])
+            return self._page(f"Shop by {sort}", main,
+                              [f"/shop?sort={s}&sessionid={self._sid()}" for s in SORTS])
         if path == "/item":
             i = int(q.get("id", ["0"])[0])
             if not 0 <= i < ITEMS:
@@ -236,13 +340,68 @@ class DustSite:
         out |= {f"list:{n}" for n in range(1, LIST_PAGES + 1)} | {"list:empty"}
         out |= {f"shop:{s}" for s in SORTS} | {f"item:{i}" for i in range(ITEMS)}
         out |= {f"t:{i}" for i in range(TEMPLATED)} | {f"watch:{v}" for v in range(VIDEOS)}
+        for lang in LANGS:
+            for s in range(SECTIONS):
+                out.add(f"manual:{lang}:s{s}:index")
+                for p in range(SECTION_PAGES):
+                    original = lang == "en" or (s, p) in TRANSLATED[lang]
+                    out.add(f"manual:{lang if original else 'en'}:s{s}:{p}")
         return out
 
 
-class DustServer:
-    """Serve a :class:`DustSite` on 127.0.0.1 and 127.0.0.2 (same port) from daemon threads."""
+class FlatSite:
+    """``/p/<n>`` for n below ``pages``: a third are copies of another page under an
+    unrelated number (no URL pattern joins them); each page links to ``links`` others
+    (a random graph from the seed, every page reachable from ``/p/0``)."""
 
-    def __init__(self, site: DustSite) -> None:
+    def __init__(self, pages: int = 20000, seed: int = 0, links: int = 8) -> None:
+        rng = random.Random(seed)
+        self.pages = pages
+        self.port = 0
+        self.fetched: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        order = list(range(pages))
+        rng.shuffle(order)
+        self.group = list(range(pages))
+        for k in range(0, pages - 2, 3):  # every third page is a copy of the one before
+            self.group[order[k + 2]] = order[k]
+        self.links = [[(n + 1) % pages] + [rng.randrange(pages) for _ in range(links - 1)]
+                      for n in range(pages)]
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    alias = base
+
+    def classify(self, url: str) -> tuple[str, str]:
+        path = urlsplit(url).path
+        if not path.startswith("/p/") or not path[3:].isdigit():
+            return "other", path
+        n = int(path[3:])
+        return ("copy" if self.group[n] != n else "page"), f"p:{self.group[n]}"
+
+    def handle(self, target: str, host: str) -> tuple[int, bytes]:
+        with self._lock:
+            self.fetched[f"http://{host}{target}"] += 1
+        path = target.partition("?")[0]
+        if not path.startswith("/p/") or not path[3:].isdigit() or int(path[3:]) >= self.pages:
+            return 404, b"<html><body>not found</body></html>"
+        n = int(path[3:])
+        g = self.group[n]
+        anchors = "".join(f'<li><a href="/p/{m}">page {m}</a></li>' for m in self.links[n])
+        body = "".join(f"<p>{_text(('flat', g, k), 4)}</p>" for k in range(3))
+        html = (f"<!DOCTYPE html><html><head><title>Page {g}</title></head><body><nav><ul>"
+                f"{anchors}</ul><p>served as {n}</p></nav><main><h1>Page {g}</h1>{body}"
+                f"</main></body></html>")
+        return 200, html.encode()
+
+
+class DustServer:
+    """Serve a :class:`DustSite` (or :class:`FlatSite`) on 127.0.0.1 and 127.0.0.2 (same
+    port) from daemon threads."""
+
+    def __init__(self, site: DustSite | FlatSite) -> None:
         self.site = site
         handler = _handler(site)
         self.servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler)]
@@ -260,14 +419,14 @@ class DustServer:
             server.shutdown()
             server.server_close()
 
-    def __enter__(self) -> DustSite:
+    def __enter__(self) -> Any:
         return self.site
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def _handler(site: DustSite) -> type[BaseHTTPRequestHandler]:
+def _handler(site: DustSite | FlatSite) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 

@@ -19,7 +19,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_simhash.downloadermiddleware import SkippedByRule
 from scrapy_simhash.rules import read_rules
-from tests.dust_site import DUST_KINDS, DustServer, DustSite
+from tests.dust_site import DUST_KINDS, MIXED_KINDS, DustServer, DustSite, FlatSite
 from tests.fixtures_http import article_html, crawl
 
 pytestmark = pytest.mark.scrapy
@@ -72,36 +72,93 @@ async def crawl_dust(seed: int, order: str, settings: dict | None = None):
     return crawler, site
 
 
-def dust_fetches(site: DustSite) -> int:
-    return sum(n for url, n in site.fetched.items() if site.classify(url)[0] in DUST_KINDS)
+def dust_fetches(site: DustSite, kinds: tuple[str, ...] = DUST_KINDS) -> int:
+    """Copies downloaded: every fetch of a page beyond its first (whichever URL came
+    first: a crawl may meet the mirror before the original), of URLs of ``kinds`` or
+    of the page they copy; with ``MIXED_KINDS``, the fetches of those URLs alone."""
+    if kinds == MIXED_KINDS:
+        return sum(n for url, n in site.fetched.items() if site.classify(url)[0] in kinds)
+    total: Counter[str] = Counter()
+    mixed: Counter[str] = Counter()
+    dust: set[str] = set()
+    for url, n in site.fetched.items():
+        kind, group = site.classify(url)
+        total[group] += n
+        if kind in kinds:
+            dust.add(group)
+        elif kind in MIXED_KINDS:
+            mixed[group] += n  # an untranslated copy: no safe rule covers it
+    return sum(max(0, total[g] - 1 - mixed[g]) for g in dust)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+def _unsafe(rule_id: str) -> bool:
+    """A rule that ignores a parameter which changes the page (pagination, sort orders,
+    ids, ``v`` on /watch), joins the templated pages or two language folders."""
+    for part in rule_id.split(" + "):
+        if part.startswith("param"):
+            where, names = part.split()[1], set(part.rsplit(" ignore ", 1)[1].split(","))
+            if names & {"page", "sort", "id"} or "v" in names and not where.endswith("/a/*.html"):
+                return True
+        if part.startswith("path") and ("/t/" in part or any(
+                f"{{{a}|{b}}}" in part for a, b in (("de", "en"), ("en", "fr"), ("de", "fr")))):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+@pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("order", sorted(ORDERS))
 @deferred_f_from_coro_f
-async def test_dust_site_no_distinct_page_skipped_and_half_the_copies_saved(seed, order, caplog):
-    crawler, site = await crawl_dust(seed, order)
+async def test_dust_site_no_distinct_page_skipped_and_copies_saved(seed, order, concurrency,
+                                                                    caplog):
+    extra = {"CONCURRENT_REQUESTS": concurrency}
+    crawler, site = await crawl_dust(seed, order, extra)
     spider, stats = crawler.spider, crawler.stats
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     # 0 distinct pages skipped: every skip names a kept page of the skipped URL's group
-    wrong = [(s.request.url, s.duplicate_of) for s in spider.skipped
+    wrong = [(s.request.url, s.duplicate_of, s.rule) for s in spider.skipped
              if site.classify(s.request.url)[1] != site.classify(s.duplicate_of)[1]]
     assert wrong == []
     assert spider.skipped, "no request was skipped"
     assert stats.get_value("simhash/requests_skipped_count") == len(spider.skipped)
     # every distinct page of the site was parsed (kept) at least once
     assert {site.classify(u)[1] for u in spider.parsed} == site.groups()
-    # no rule about a trap ever became active
+    # no rule about a trap or joining two language folders ever became active
     rules = crawler.engine.downloader.middleware.middlewares
     book = next(m for m in rules if type(m).__name__ == "UrlRulesMiddleware").book
     learned = [r.id for r in book.rules.values() if r.active or r.skips]
-    assert not [r for r in learned if any(t in r for t in TRAP_PATHS)], learned
+    assert not [r for r in learned if _unsafe(r)], learned
     kinds = {r.split()[0] for r in learned}
     assert {"param", "path"} <= kinds, learned
-    # the DUST copies cost at most half the fetches they cost without rules
-    _, off = await crawl_dust(seed, order, {"SIMHASH_RULES": "off"})
+    # the mirror folder is learned as a folder inserted (in FIFO order: in LIFO order the
+    # crawl explores the mirror first and rarely meets the manual under its own folder)
+    if order == "fifo":
+        assert any("/{|mirror}/" in r for r in learned), learned
+    # the DUST copies cost at most 0.6 of the fetches they cost without rules
+    _, off = await crawl_dust(seed, order, {**extra, "SIMHASH_RULES": "off"})
     with_rules, without = dust_fetches(site), dust_fetches(off)
-    assert with_rules <= 0.5 * without, (with_rules, without)
+    assert with_rules <= 0.6 * without, (with_rules, without)
+
+
+@deferred_f_from_coro_f
+async def test_a_site_without_url_patterns_builds_no_rule():
+    """/p/<n> pages, a third copies of another under an unrelated number: the copies are
+    dropped after download, and the learner builds no candidate for them."""
+    with DustServer(FlatSite(pages=600, seed=3)) as site:
+        crawler = await crawl(FlatSpider, {**RULES, "LOG_LEVEL": "ERROR"}, site=site)
+    mw = next(m for m in crawler.engine.downloader.middleware.middlewares
+              if type(m).__name__ == "UrlRulesMiddleware")
+    assert crawler.stats.get_value("simhash/duplicate_count", 0) > 100
+    assert mw.book.rules == {}
+    assert crawler.spider.skipped == []
+    assert len(site.fetched) > 500  # (pages linked only from dropped copies are not reached)
+
+
+class FlatSpider(DustSpider):
+    name = "flat"
+
+    async def start(self):
+        yield scrapy.Request(self.site.base + "/p/0", dont_filter=True, errback=self.failed)
 
 
 @deferred_f_from_coro_f
@@ -213,7 +270,8 @@ async def test_opt_outs_fetch_everything(site, opt_out):
     assert crawler.stats.get_value("simhash/requests_skipped_count") is None
     assert sum(site.hits.values()) == 17  # home + 16 session views
     if opt_out in ("learn_mode", "log_action"):
-        assert crawler.stats.get_value("simhash/requests_skippable_count") == 3
+        # the rule is active after three views; the rest it would skip, but for its checks
+        assert 3 <= crawler.stats.get_value("simhash/requests_skippable_count") <= 13
 
 
 @deferred_f_from_coro_f
@@ -231,8 +289,10 @@ async def test_rules_persist_in_jobdir_and_apply_from_the_first_request(site, tm
     second = await crawl(_SiteSpider, {**settings, "SIMHASH_RULES_VERIFY_FIRST": 0},
                          base=site.base)
     assert second.stats.get_value("simhash/rules_active") == 1
-    assert len(second.spider.skipped) == 16
-    assert sum(site.hits.values()) == 1
+    # the rule stands on a few pages: some of the views are fetched to check it
+    checked = second.stats.get_value("simhash/rules_verify_count", 0)
+    assert len(second.spider.skipped) + checked == 16 and checked <= 4
+    assert sum(site.hits.values()) == 1 + checked
 
 
 @deferred_f_from_coro_f
@@ -247,15 +307,17 @@ async def test_rules_shared_through_redis(site, redis_url, redis_client):
     _session_site(site, sids="cd")
     second = await crawl(_SiteSpider, settings, base=site.base)
     assert second.stats.get_value("simhash/rules_active") == 1
-    assert len(second.spider.skipped) == 16
-    assert sum(site.hits.values()) == 1
+    # the rule stands on a few pages: some of the views are fetched to check it
+    checked = second.stats.get_value("simhash/rules_verify_count", 0)
+    assert len(second.spider.skipped) + checked == 16 and checked <= 4
+    assert sum(site.hits.values()) == 1 + checked
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
     [("SIMHASH_RULES", "maybe"), ("SIMHASH_RULES_MIN_SUPPORT", 0),
      ("SIMHASH_RULES_VERIFY_SHARE", 1.5), ("SIMHASH_RULES_VERIFY_SHARE", "lots"),
-     ("SIMHASH_RULES_VERIFY_FIRST", -1)],
+     ("SIMHASH_RULES_VERIFY_FIRST", -1), ("SIMHASH_RULES_MIN_PRECISION", 1.0)],
 )
 def test_bad_settings_fail_at_start_naming_the_setting(name, value):
     from scrapy.utils.test import get_crawler

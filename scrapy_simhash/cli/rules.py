@@ -24,7 +24,8 @@ def add_commands(commands: Any) -> None:
         formats=(
             "input: a JOBDIR, its simhash.rules file, or a Redis URL with --key (the "
             "crawl's rules list).\n\noutput: a table of the rules with their state, "
-            "support, pages, counterexamples and skips, or JSON lines with --json."
+            "supporting pages and pairs, counterexamples and skips, or JSON lines with "
+            "--json (which adds the 99% precision bound)."
         ),
         example=EXAMPLE.removeprefix("scrapy-simhash "),
     )
@@ -33,6 +34,8 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--key", help="with a Redis URL: the rules list, e.g. demo:simhash:rules")
     p.add_argument("--min-support", type=int, default=3, metavar="N",
                    help="SIMHASH_RULES_MIN_SUPPORT of the crawl (default: 3)")
+    p.add_argument("--min-precision", type=float, default=0.3, metavar="P",
+                   help="SIMHASH_RULES_MIN_PRECISION of the crawl (default: 0.3)")
     p.add_argument("--all", action="store_true",
                    help="also list candidates with a single supporting pair")
     p.add_argument("--json", action="store_true", help="one JSON object per rule")
@@ -72,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # redis errors, without importing redis here
         print(f"scrapy-simhash: cannot read {args.state}: {exc}", file=sys.stderr)
         return 1
-    book = RuleBook(min_support=args.min_support)
+    if not 0 <= args.min_precision < 1:
+        print("scrapy-simhash: --min-precision must be from 0 to below 1", file=sys.stderr)
+        return 2
+    book = RuleBook(min_support=args.min_support, min_precision=args.min_precision)
     replay(book, events)
     rows = [r for r in book.summary() if args.all or r["state"] != "candidate"
             or r["support"] > 1]
@@ -86,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
           f"{book.active_count} active rules, {len(book.rules)} learned")
     if not rows:
         return 0
-    table = [("state", "support", "pages", "counter", "skips", "rule")]
-    table += [(r["state"], str(r["support"]), str(r["pages"]), str(r["counterexamples"]),
+    table = [("state", "pages", "pairs", "counter", "skips", "rule")]
+    table += [(r["state"], str(r["support"]), str(r["pairs"]), str(r["counterexamples"]),
                str(r["skips"]), r["rule"]) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:

@@ -4,38 +4,48 @@ Pure: no Scrapy import. A :class:`RuleBook` is fed two kinds of evidence, both
 from pages the crawl fetched and fingerprinted:
 
 - :meth:`RuleBook.duplicate` ``(url, of)``: ``url`` was dropped as a
-  near-duplicate of the kept page ``of``. The difference between ``url`` and
-  each URL already known to show that page (one dimension only: a set of query
-  parameters, a path substitution, a host alias, ``index.html`` versus ``/``,
-  case, trailing slash, parameter order) names a candidate :class:`Rule`.
+  near-duplicate of the kept page ``of``. Its differences from each URL already
+  known to show that page (a host alias, a path substitution or a folder
+  inserted, ``index.html`` versus ``/``, case, trailing slash, a set of query
+  parameters, parameter order, or several of these at once) name candidate
+  :class:`Rule` s;
 - :meth:`RuleBook.kept` ``(url)``: ``url`` was kept as a distinct page.
 
-Every URL fetched is thus known to show one page. A rule that maps two URLs of
-one page together has a supporting pair; a rule that maps URLs of two different
-pages together has a counterexample and is retired for good.
+Every URL fetched is thus known to show one page. A rule maps each URL it
+speaks for to a key; each URL fetched whose key was met before is one
+*instance*: a success when the two URLs showed one page, a counterexample when
+they showed two (the rule is then retired for good).
 
-Every rule is narrow: one origin (scheme and host), one path pattern, one
-parameter set or one substitution. It becomes active only with
-``min_support`` distinct supporting pairs, on at least two distinct pages (so
-that one page met under many URLs, such as the empty pages past the end of a
-listing, never speaks for a whole path), and no counterexample;
-:meth:`RuleBook.check` then says which request URL an active rule maps to a
-page already kept, and whether to fetch it anyway to verify the rule.
+Safety is a statistical bound: a rule is active (skips requests) only while the
+Wilson lower bound at 99% of its precision over its instances (the pairs on one
+page are alike, so at most :data:`PAIRS_PER_PAGE` of them count for a narrow rule
+and one for a broad rule) is at least the threshold of its
+breadth (:meth:`RuleBook.threshold`). Requests an active rule would skip are
+fetched anyway to verify it, more of them early and for broad rules
+(:meth:`RuleBook._decide`); each verification is one more instance.
+
+Cost: a candidate is built only once two pairs on two different pages suggested
+it (a pair that no other page repeats, such as ``/p/5`` = ``/p/1234``, costs one
+dictionary entry, dropped when the per-host table of such suggestions is full);
+a rule whose two sides differ in the last path segment only speaks for one pair
+and is never suggested. Candidates are indexed by the folders or path pattern
+they speak for, so a URL fetched meets only the rules that could map it; at
+most :data:`MAX_LIVE` candidates per host.
 
 The state is rebuilt from the evidence (replayed from a log on resume or from
-the other processes of a crawl), and which rules are active or retired depends on
-that evidence only, not on the order it arrives in (see :class:`RuleBook`): a rule
-counts the pairs it maps itself; rules compose only when they are applied.
+the other processes of a crawl); which rules exist and their counts and states
+depend on that evidence only, not on the order it arrives in, as long as no
+per-host table is full and no page has more than :data:`MAX_CLUSTER` URLs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["Decision", "Rule", "RuleBook", "RuleEvent", "Url", "candidate_rule", "parse_url",
-           "path_pattern"]
+__all__ = ["Decision", "Rule", "RuleBook", "RuleEvent", "Url", "candidate_rule",
+           "candidate_rules", "parse_url", "path_pattern", "wilson_lower"]
 
 #: Default-document names that ``index`` rules may learn to drop.
 INDEX_FILES = frozenset(
@@ -47,6 +57,34 @@ INDEX_FILES = frozenset(
 MAX_EXAMPLES = 5
 #: URLs of one page compared with a new duplicate of it to suggest rules.
 MAX_CLUSTER = 16
+#: Instances counted per page (rule key) for a narrow rule (one for a broad rule): a page
+#: met under twenty session ids is not twenty pages of the family.
+PAIRS_PER_PAGE = 2
+#: A broad rule needs the precision bound of a narrow one plus this (0.3 -> 0.8).
+BROAD_MARGIN = 0.5
+#: Candidates built (not retired) per host; suggestions awaiting a second page per host.
+MAX_LIVE = 64
+MAX_PENDING = 4096
+#: z of the two-sided 99% Wilson interval (its lower end: 99.5% one-sided).
+Z99 = 2.5758293035489
+#: Broad rules: at least this many times ``verify_first`` checks after activation, and
+#: this many times ``verify_share``.
+BROAD_VERIFY = 3
+BROAD_SHARE = 2
+#: Early on, at least (1 - the precision bound) / EARLY_SHARE of the requests a rule would
+#: skip are fetched to check it: 8.6% at activation on three instances, 5% from ten.
+EARLY_SHARE = 8
+
+
+def wilson_lower(successes: int, n: int, z: float = Z99) -> float:
+    """Lower end of the Wilson score interval of a proportion (0 when ``n`` is 0)."""
+    if n <= 0:
+        return 0.0
+    p = successes / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (centre - spread) / (1 + z2 / n)
 
 
 class Url(NamedTuple):
@@ -110,215 +148,51 @@ def _ext(segment: str) -> str:
 Pair = tuple[str, str]
 
 
-@dataclass(eq=False)
-class Rule:
-    """One candidate rewrite: which URLs it speaks for and the evidence for it.
-
-    ``key(url)`` is the URL with the rule applied (``None`` when the rule does not
-    speak for it): two URLs with the same key are, by the rule, the same page.
-    """
-
-    id: str
-    kind: str
-    origins: tuple[str, ...]
-    support: int = 0  # supporting pairs (one per URL the rule maps onto a URL of its page)
-    pages: int = 0  # distinct pages among them (rule keys)
-    examples: list[Pair] = field(default_factory=list)
-    counterexamples: list[Pair] = field(default_factory=list)
-    active: bool = False
-    retired: bool = False
-    skips: int = 0
-    verified: int = 0  # supporting pairs met after activation
-    _support_keys: set = field(default_factory=set, repr=False)  # keys of own pairs
-    _kept: dict = field(default_factory=dict, repr=False)  # own key -> (page, url, Url)
-    _own_pairs: int = field(default=0, repr=False)
-    # key a URL has under this rule after another rule -> {its id: [(page, url, image)]}
-    _composed: dict = field(default_factory=dict, repr=False)
-    # support lent by other rules: their id -> {url: (the key it has here, its image)}
-    _lent: dict = field(default_factory=dict, repr=False)
-    _borrowers: dict = field(default_factory=dict, repr=False)  # rules this one lends to
-    _lending: bool = field(default=False, repr=False)  # ever active
-    _verify_left: int = field(default=0, repr=False)
-    _verify_keys: set = field(default_factory=set, repr=False)
-    _would: int = field(default=0, repr=False)  # requests it would have skipped
-    _checks: int = field(default=0, repr=False)  # ... of which fetched to check it
-
-    def key(self, url: Url):  # overridden
-        raise NotImplementedError
-
-    def scope(self) -> tuple:
-        """Where kept pages that the rule may speak for are found (see RuleBook._backfill)."""
-        return tuple(("origin", o) for o in self.origins)
-
-    def summary(self) -> dict:
-        return {
-            "rule": self.id, "kind": self.kind, "support": self.support, "pages": self.pages,
-            "counterexamples": len(self.counterexamples), "skips": self.skips,
-            "verified": self.verified,
-            "state": "retired" if self.retired else "active" if self.active else "candidate",
-            "examples": [list(p) for p in self.examples],
-            "counterexample_pairs": [list(p) for p in self.counterexamples],
-        }
+def _dirs(path: str) -> list[str]:
+    """Every folder of ``path`` from the root: ``/a/b/c.html`` -> ``/``, ``/a/``, ``/a/b/``."""
+    out = []
+    i = path.find("/")
+    while i != -1:
+        out.append(path[: i + 1])
+        i = path.find("/", i + 1)
+    return out
 
 
-class ParamRule(Rule):
-    """Query parameters ``names`` do not change the page, on one origin and path pattern."""
+class PathSub(NamedTuple):
+    """Path segments ``a`` and ``b`` are interchangeable after ``prefix``, before a tail of
+    ``tail`` segments whose last has extension ``ext``; one side may be empty (a folder
+    inserted: ``/mirror/X.html`` = ``/X.html``). ``a`` is the canonical side."""
 
-    def __init__(self, origin: str, pattern: str, names: frozenset[str]) -> None:
-        label = ",".join(sorted(names))
-        super().__init__(f"param {origin}{pattern} ignore {label}", "param", (origin,))
-        self.pattern = pattern
-        self.names = names
+    prefix: tuple[str, ...]
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    tail: int
+    ext: str
 
-    def key(self, url: Url):
-        if url.origin != self.origins[0] or path_pattern(url.path) != self.pattern:
-            return None
-        names = self.names
-        return url.origin, url.path, tuple(p for p in url.query if p[0] not in names)
+    def text(self) -> str:
+        shape = "/".join(["*"] * (self.tail - 1) + [f"*.{self.ext}" if self.ext else "*"])
+        return f"{'/'.join(self.prefix)}/{{{'/'.join(self.a)}|{'/'.join(self.b)}}}/{shape}"
 
-    def scope(self) -> tuple:
-        return (("pattern", self.origins[0], self.pattern),)
+    def heads(self) -> list[str]:
+        n = "/".join(self.prefix)
+        return [n + "/" + ("/".join(side) + "/" if side else "") for side in (self.a, self.b)]
 
-
-class PathRule(Rule):
-    """Path segments ``a`` and ``b`` are interchangeable after ``prefix``, before a tail
-    of ``tail`` segments whose last has extension ``ext`` (``/print/X.html`` ↔ ``/news/X.html``)."""
-
-    def __init__(self, origin: str, prefix: tuple[str, ...], a: tuple[str, ...],
-                 b: tuple[str, ...], tail: int, ext: str) -> None:
-        a, b = sorted((a, b))
-        shape = "/".join(["*"] * (tail - 1) + ([f"*.{ext}" if ext else "*"] if tail else []))
-        text = "/".join(prefix)
-        super().__init__(
-            f"path {origin}{text}/{{{'/'.join(a)}|{'/'.join(b)}}}/{shape}", "path", (origin,)
-        )
-        self.prefix, self.a, self.b, self.tail, self.ext = prefix, a, b, tail, ext
-        self._heads = ("/".join(prefix + a) + "/", "/".join(prefix + b) + "/")
-
-    def key(self, url: Url):
-        if url.origin != self.origins[0]:
-            return None
-        path = url.path
-        if not (path.startswith(self._heads[0]) or path.startswith(self._heads[1])):
-            return None
-        segs = tuple(path.split("/"))
+    def apply(self, path: str) -> str | None:
+        segs = path.split("/")
         n = len(self.prefix)
-        for side in (self.a, self.b):
+        if tuple(segs[:n]) != self.prefix:
+            return None
+        for side in (self.b, self.a):
             m = n + len(side)
-            if segs[n:m] == side and len(segs) - m == self.tail and segs[:n] == self.prefix:
-                if self.tail and _ext(segs[-1]) != self.ext:
+            if len(segs) - m == self.tail and tuple(segs[n:m]) == side:
+                if self.ext and _ext(segs[-1]) != self.ext:
                     return None
-                return url.origin, "/".join(self.prefix + self.a + segs[m:]), url.query
+                return "/".join((*self.prefix, *self.a, *segs[m:]))
         return None
 
-    def scope(self) -> tuple:
-        if self.tail == 1:
-            return tuple(("dir", self.origins[0], h[:-1]) for h in self._heads)
-        return super().scope()
 
-
-class HostRule(Rule):
-    """Two origins serve the same pages under the same paths (``www.`` or a mirror)."""
-
-    def __init__(self, a: str, b: str) -> None:
-        a, b = sorted((a, b))
-        super().__init__(f"host {a} = {b}", "host", (a, b))
-
-    def key(self, url: Url):
-        if url.origin not in self.origins:
-            return None
-        return self.origins[0], url.path, url.query
-
-
-class IndexRule(Rule):
-    """``dir/<name>`` is ``dir/`` on one origin (``index.html`` versus ``/``)."""
-
-    def __init__(self, origin: str, name: str) -> None:
-        super().__init__(f"index {origin} {name} = /", "index", (origin,))
-        self.name = name
-        self._suffix = "/" + name
-
-    def key(self, url: Url):
-        if url.origin != self.origins[0]:
-            return None
-        path = url.path
-        if path.endswith(self._suffix):
-            path = path[: -len(self.name)]
-        return url.origin, path, url.query
-
-
-class SlashRule(Rule):
-    """A trailing slash does not change the page, on one origin."""
-
-    def __init__(self, origin: str) -> None:
-        super().__init__(f"slash {origin}", "slash", (origin,))
-
-    def key(self, url: Url):
-        if url.origin != self.origins[0]:
-            return None
-        return url.origin, url.path.rstrip("/") or "/", url.query
-
-
-class CaseRule(Rule):
-    """Path case does not change the page, on one origin."""
-
-    def __init__(self, origin: str) -> None:
-        super().__init__(f"case {origin}", "case", (origin,))
-
-    def key(self, url: Url):
-        if url.origin != self.origins[0]:
-            return None
-        return url.origin, url.path.lower(), url.query
-
-
-class OrderRule(Rule):
-    """Query parameter order does not change the page, on one origin and path pattern."""
-
-    def __init__(self, origin: str, pattern: str) -> None:
-        super().__init__(f"order {origin}{pattern}", "order", (origin,))
-        self.pattern = pattern
-
-    def key(self, url: Url):
-        if url.origin != self.origins[0] or path_pattern(url.path) != self.pattern:
-            return None
-        return url.origin, url.path, tuple(sorted(url.query))
-
-    def scope(self) -> tuple:
-        return (("pattern", self.origins[0], self.pattern),)
-
-
-def candidate_rule(dropped: Url, kept: Url) -> Rule | None:
-    """The one rule a confirmed pair suggests, or ``None`` when the URLs differ in more
-    than one way (or not at all): rules are never guessed from a mixed difference."""
-    if dropped == kept:
-        return None
-    if dropped.origin != kept.origin:
-        if dropped.path == kept.path and dropped.query == kept.query:
-            return HostRule(dropped.origin, kept.origin)
-        return None
-    origin = dropped.origin
-    if dropped.path == kept.path:
-        if sorted(dropped.query) == sorted(kept.query):
-            return OrderRule(origin, path_pattern(dropped.path))
-        x: dict[str, list[str]] = {}
-        y: dict[str, list[str]] = {}
-        for n, v in dropped.query:
-            x.setdefault(n, []).append(v)
-        for n, v in kept.query:
-            y.setdefault(n, []).append(v)
-        names = frozenset(n for n in x.keys() | y.keys() if x.get(n) != y.get(n))
-        return ParamRule(origin, path_pattern(dropped.path), names)
-    if dropped.query != kept.query:
-        return None
-    p, q = dropped.path, kept.path
-    if p.lower() == q.lower():
-        return CaseRule(origin)
-    if (p.rstrip("/") or "/") == (q.rstrip("/") or "/"):
-        return SlashRule(origin)
-    for long, short in ((p, q), (q, p)):
-        head, _, name = long.rpartition("/")
-        if name.lower() in INDEX_FILES and short == head + "/":
-            return IndexRule(origin, name)
+def _sub(p: str, q: str) -> PathSub | None:
+    """The substitution turning one path into the other, when something follows it."""
     sp, sq = p.split("/"), q.split("/")
     i = 0
     while i < min(len(sp), len(sq)) - 1 and sp[i] == sq[i]:
@@ -326,23 +200,224 @@ def candidate_rule(dropped: Url, kept: Url) -> Rule | None:
     j = 0
     while j < min(len(sp), len(sq)) - i and sp[-1 - j] == sq[-1 - j]:
         j += 1
-    a, b = tuple(sp[i : len(sp) - j]), tuple(sq[i : len(sq) - j])
-    if not a or not b or i == 0:
+    a, b = tuple(sp[i: len(sp) - j]), tuple(sq[i: len(sq) - j])
+    if i == 0 or j == 0 or a == b or not a and not b:
+        # j == 0: the last segment itself differs (/p/5 = /p/1234): no other URL
+        # can ever be mapped alike, so the pair is no family
         return None
-    return PathRule(origin, tuple(sp[:i]), a, b, j, _ext(sp[-1]) if j else "")
+    a, b = sorted((a, b), key=lambda s: (len(s), s))
+    return PathSub(tuple(sp[:i]), a, b, j, _ext(sp[-1]))
+
+
+def _param_class(name: str) -> str | None:
+    """``utm_source`` -> ``utm_*``: the name's family, when it has a ``word_`` prefix."""
+    head, sep, rest = name.partition("_")
+    if sep and rest and 2 <= len(head) <= 12 and head.isalpha():
+        return head + "_*"
+    return None
+
+
+class Rule:
+    """One candidate rewrite: which URLs it speaks for, the evidence for it.
+
+    Components (any that the pair differed in, so that a pair differing in two
+    ways teaches the combination): ``origins`` (two for a host alias; the first is
+    canonical), a path change (``path``: ``case``, ``slash``, ``index:<name>`` or a
+    :class:`PathSub`), dropped query parameters (``names``, with ``utm_*``-style
+    classes) on one path pattern (``pattern``) or the whole host (``None``), and
+    parameter order (``order``). ``key(url)`` is the URL with the rule applied, or
+    ``None`` when the rule does not speak for it: two URLs with one key are, by the
+    rule, one page. The key of a key is itself.
+    """
+
+    def __init__(self, origins: tuple[str, ...], path: PathSub | str | None = None,
+                 names: frozenset[str] = frozenset(), pattern: str | None = None,
+                 order: bool = False) -> None:
+        self.origins = origins
+        self.path = path
+        self.names = frozenset(n for n in names if not n.endswith("*"))
+        self.classes = tuple(sorted(n[:-1] for n in names if n.endswith("*")))
+        self.pattern = pattern
+        self.order = order
+        parts, kinds = [], []
+        where = origins[0] if len(origins) == 1 else ""
+        if len(origins) == 2:
+            parts.append(f"host {origins[0]} = {origins[1]}")
+            kinds.append("host")
+            where = origins[0]
+        if isinstance(path, PathSub):
+            parts.append(f"path {where}{path.text()}")
+            kinds.append("path")
+        elif path is not None:
+            kind, _, name = path.partition(":")
+            parts.append(f"index {where} {name} = /" if kind == "index" else f"{kind} {where}")
+            kinds.append(kind)
+        if names:
+            label = ",".join(sorted(names))
+            parts.append(f"param {where}{pattern if pattern is not None else '/**'} "
+                         f"ignore {label}")
+            kinds.append("param")
+        if order:
+            parts.append(f"order {where}{pattern}")
+            kinds.append("order")
+        self.id = " + ".join(parts)
+        self.kind = "+".join(kinds)
+        # broad: speaks for a whole host, or for a folder and its sub-folders
+        self.broad = bool(
+            len(origins) == 2 or (path is not None and not isinstance(path, PathSub))
+            or (isinstance(path, PathSub) and path.tail >= 2)
+            or (names and pattern is None)
+        )
+        self.support = 0  # instances counted for the bound (see PAIRS_PER_PAGE)
+        self.pairs = 0  # supporting pairs, all of them
+        self.pages = 0  # pages (rule keys) with a supporting pair
+        self.examples: list[Pair] = []
+        self.counterexamples: list[Pair] = []
+        self.active = False
+        self.retired = False
+        self.skips = 0
+        self.verified = 0  # supporting pairs met after activation
+        # keys are held as their 64-bit hashes (a third of the memory of the strings; two
+        # keys of one rule share a hash with odds of about n^2 / 2^65)
+        self._keys: dict[int, str] = {}  # key -> first URL with it that the rule changes
+        self._per_page: dict[int, int] = {}  # key -> supporting pairs on it
+        self._would = 0  # requests for new pages it would have skipped since activation
+        self._would_known = 0  # ... for pages it was already seen to join to a copy
+        self._checks = 0  # ... of which fetched to check it
+        self._verify_left = 0
+
+    def drops(self, name: str) -> bool:
+        return name in self.names or name.startswith(self.classes)
+
+    def key(self, url: Url) -> str | None:
+        if url.origin not in self.origins:
+            return None
+        path = url.path
+        rewrite = self.path
+        if rewrite is not None:
+            if rewrite.__class__ is PathSub:
+                path = rewrite.apply(path)  # type: ignore[union-attr]
+                if path is None:
+                    return None
+            elif rewrite == "case":
+                path = path.lower()
+            elif rewrite == "slash":
+                path = path.rstrip("/") or "/"
+            else:
+                name = rewrite[6:]  # type: ignore[index]
+                if path.endswith("/" + name):
+                    path = path[: -len(name)]
+        if self.pattern is not None and path_pattern(path) != self.pattern:
+            return None
+        query = url.query
+        if self.names or self.classes:
+            query = tuple(p for p in query if not self.drops(p[0]))
+        if self.order:
+            query = tuple(sorted(query))
+        if not query:
+            return self.origins[0] + path
+        return self.origins[0] + path + "?" + "&".join(n + v for n, v in query)
+
+    def slots(self) -> list[tuple[str, str]]:
+        """Where the rule is indexed: ``(origin, folder)`` for the URLs under a folder,
+        ``(origin, "=" + pattern)`` for one path pattern."""
+        if isinstance(self.path, PathSub):
+            where = self.path.heads()
+        elif self.pattern is not None and self.path is None:
+            where = ["=" + self.pattern]
+        else:
+            where = ["/"]
+        return [(o, w) for o in self.origins for w in where]
+
+    def summary(self) -> dict:
+        return {
+            "rule": self.id, "kind": self.kind, "support": self.support, "pages": self.pages,
+            "pairs": self.pairs, "precision_bound": round(wilson_lower(self.support,
+                                                                       self.support), 3),
+            "broad": self.broad, "counterexamples": len(self.counterexamples),
+            "skips": self.skips, "verified": self.verified,
+            "state": "retired" if self.retired else "active" if self.active else "candidate",
+            "examples": [list(p) for p in self.examples],
+            "counterexample_pairs": [list(p) for p in self.counterexamples],
+        }
+
+
+def candidate_rules(dropped: Url, kept: Url) -> list[Rule]:
+    """The rules a confirmed pair suggests: every way the two URLs differ, together
+    (the parameters also on the whole host, and ``utm_*``-style name classes); none when
+    a difference has no family (the last path segment differs) or there is none."""
+    if dropped == kept:
+        return []
+    origins = (dropped.origin,) if dropped.origin == kept.origin else tuple(
+        sorted((dropped.origin, kept.origin)))
+    p, q = dropped.path, kept.path
+    path: PathSub | str | None = None
+    canonical = p
+    if p != q:
+        if p.lower() == q.lower():
+            path, canonical = "case", p.lower()
+        elif (p.rstrip("/") or "/") == (q.rstrip("/") or "/"):
+            path, canonical = "slash", p.rstrip("/") or "/"
+        else:
+            for long, short in ((p, q), (q, p)):
+                head, _, name = long.rpartition("/")
+                if name.lower() in INDEX_FILES and short == head + "/":
+                    path, canonical = "index:" + name, short
+                    break
+            else:
+                path = _sub(p, q)
+                if path is None:
+                    return []
+                canonical = path.apply(p) or p
+    pattern = path_pattern(canonical)
+    if dropped.query == kept.query:
+        return [Rule(origins, path)] if (path is not None or len(origins) == 2) else []
+    if sorted(dropped.query) == sorted(kept.query):
+        return [Rule(origins, path, pattern=pattern, order=True)]
+    x: dict[str, list[str]] = {}
+    y: dict[str, list[str]] = {}
+    for n, v in dropped.query:
+        x.setdefault(n, []).append(v)
+    for n, v in kept.query:
+        y.setdefault(n, []).append(v)
+    names = frozenset(n for n in x.keys() | y.keys() if x.get(n) != y.get(n))
+    rules = [Rule(origins, path, names, pattern)]
+    classes = frozenset(_param_class(n) or n for n in names)
+    if classes != names:
+        rules.append(Rule(origins, path, classes, pattern))
+    rules.append(Rule(origins, path, names, None))
+    if classes != names:
+        rules.append(Rule(origins, path, classes, None))
+    return rules
+
+
+def candidate_rule(dropped: Url, kept: Url) -> Rule | None:
+    """The narrowest rule a confirmed pair suggests (see :func:`candidate_rules`)."""
+    rules = candidate_rules(dropped, kept)
+    return rules[0] if rules else None
+
+
+def _subsumes(a: Rule, b: Rule) -> bool:
+    """Whether rule ``a`` joins every pair of URLs that rule ``b`` joins."""
+    if a.path != b.path or not set(b.origins) <= set(a.origins) or b.order and not a.order:
+        return False
+    if b.names or b.classes or b.order:
+        if a.pattern is not None and a.pattern != b.pattern:
+            return False
+        if not set(b.classes) <= set(a.classes):
+            return False
+        return all(a.drops(n) for n in b.names)
+    return a.pattern is None
 
 
 class RuleEvent(NamedTuple):
-    """Something a caller should log: ``kind`` is ``learned``, ``activated``,
-    ``retired`` (an active rule met a counterexample), ``rejected`` (a candidate
-    did) or ``unlinked`` (``via`` then ``rule``, both active, mapped two pages kept
-    as distinct together: they are no longer applied one after the other); ``pair``
-    is the supporting pair or the counterexample."""
+    """Something a caller should log: ``kind`` is ``learned`` (a candidate built),
+    ``activated``, ``retired`` (an active rule met a counterexample) or ``rejected`` (a
+    candidate did); ``pair`` is the supporting pair or the counterexample."""
 
     kind: str
     rule: Rule
     pair: Pair
-    via: Rule | None = None
 
 
 class Decision(NamedTuple):
@@ -354,414 +429,325 @@ class Decision(NamedTuple):
     verify: bool
 
 
+class _Host:
+    """What one origin's URLs and rules need: the URLs fetched per folder (for a new
+    rule to meet), the rules indexed per folder or path pattern, suggestions pending."""
+
+    __slots__ = ("by_dir", "by_slot", "pending", "live")
+
+    def __init__(self) -> None:
+        self.by_dir: dict[str, list[str]] = {}
+        self.by_slot: dict[str, list[Rule]] = {}
+        self.pending: dict[str, str] = {}  # rule id -> page of its first suggestion
+        self.live = 0
+
+
 class RuleBook:
     """Candidate and active rules, the evidence behind them, and the pages kept.
 
-    ``min_support``: distinct supporting pairs before a rule is active (on two
-    distinct pages at least, when ``min_support`` is 2 or more);
-    ``verify_first``: requests fetched anyway right after activation (the first
-    ones for pages beyond the rule's supporting pages: a page with a supporting
-    pair of its own is skipped on that evidence);
-    ``verify_share``: after those, a rule fetches a request it would skip whenever
-    fewer than this share of the requests it would have skipped so far were
-    fetched to check it (the first ones included): a floor, not an average.
-
-    **What the state depends on: the evidence, not its order.** Every fetched URL
-    is an observation (URL, page). A rule's *own* pairs are two URLs of one page
-    with the same :meth:`Rule.key`; its counterexamples, two URLs of two pages
-    kept as distinct with the same key: one retires it for good. Both are
-    functions of the set of observations (a rule created late meets every earlier
-    one), so which rules are retired does not depend on order. A rule may also be
-    supported *through* another active rule ``O`` (a host alias: ``/a?utm=1`` on
-    the mirror is ``/a`` on the main host once ``O`` strips ``utm``): the URLs
-    ``O`` maps onto a URL the rule keys like one of the same page. Such a pair is
-    never a counterexample; when ``O`` then the rule map two distinct pages
-    together, the composition is ``unlinked``: neither applied nor counted any
-    more. The active rules are then the least set in which every rule has enough
-    support, its own plus what the active rules around it lend it (support only
-    grows with the set, so that set is unique): :meth:`_settle` recomputes it
-    from scratch after a retirement or an unlinking, and grows it otherwise. An
-    earlier version credited a rule with another rule's pairs as they came and
-    blamed it for their counterexamples, which made the final states depend on
-    which rule had become active first.
-
-    Candidates come from every pair of URLs of one page, as fetched and after each
-    host alias rule learned (whatever its state, so that they do not depend on when
-    it was retired). Order-dependent on purpose: which pair is shown as an example or
-    counterexample, ``verified``, ``skips``, a retired rule's counts (they stop at
-    its counterexample), and, when a page has more than ``MAX_CLUSTER`` URLs,
-    which pairs of them suggest candidates (a missed candidate saves fewer
-    fetches; it never skips a page).
+    ``min_support``: instances (on at least two pages) before a rule is active;
+    ``min_precision``: the 99% lower bound of the precision a narrow rule needs to be
+    active (a broad one, that plus :data:`BROAD_MARGIN`: :meth:`threshold`); ``verify_first``
+    and ``verify_share``: the requests an active rule would skip that are fetched to
+    check it (:meth:`_decide`). Which pair is shown as an example, ``verified`` and
+    ``skips`` depend on the order of the evidence; a retired rule's counts stop at
+    its counterexample.
     """
 
     def __init__(self, min_support: int = 3, verify_first: int = 2,
-                 verify_share: float = 0.05) -> None:
+                 verify_share: float = 0.05, min_precision: float = 0.3) -> None:
         if min_support < 1:
             raise ValueError(f"min_support must be at least 1, got {min_support}")
         if not 0.0 <= verify_share <= 1.0:
             raise ValueError(f"verify_share must be from 0 to 1, got {verify_share}")
+        if not 0.0 <= min_precision < 1.0:
+            raise ValueError(f"min_precision must be from 0 to below 1, got {min_precision}")
         self.min_support = min_support
         self.verify_first = verify_first
         self.verify_share = verify_share
+        self.min_precision = min_precision
         self.rules: dict[str, Rule] = {}
-        self._live: dict[str, list[Rule]] = {}  # origin -> rules not retired
-        self._active: dict[str, list[Rule]] = {}  # origin -> active rules
-        self._lenders: dict[str, list[Rule]] = {}  # origin -> rules ever active
-        self._hosts: dict[str, list[Rule]] = {}  # origin -> host alias rules learned
-        self._unlinked: set[tuple[str, str]] = set()  # (inner id, outer id): not composed
+        self._hosts: dict[str, _Host] = {}
+        self._active_rules: dict[str, list[Rule]] = {}  # origin -> active rules
+        # origin -> slot -> the active rules no other active rule subsumes (for check)
+        self._active: dict[str, dict[str, list[Rule]]] = {}
         self._page_of: dict[str, str] = {}  # URL fetched -> the kept URL of its page
-        self._cluster: dict[str, list[str]] = {}  # kept URL -> URLs that showed it
-        self._seen: dict[tuple, list[tuple[Url, str, str]]] = {}  # scope -> (url, page)
+        self._cluster: dict[str, list[str]] = {}  # kept URL -> other URLs that showed it
         self._touched: dict[str, Rule] = {}  # rules whose support grew since _settle
-        self._shrunk = False  # an active rule retired or two unlinked since _settle
+
+    def threshold(self, rule: Rule) -> float:
+        """The precision bound ``rule`` needs to be active."""
+        if rule.broad:
+            return min(0.99, self.min_precision + BROAD_MARGIN)
+        return self.min_precision
 
     # -- evidence --------------------------------------------------------------------------
 
     def kept(self, url: str) -> list[RuleEvent]:
         """``url`` was fetched and kept as a distinct page; returns the rules it retires."""
-        events = self._observe(url, url)
-        return events + self._settle()
+        u = parse_url(url)
+        t = u.text()
+        if t in self._page_of:
+            return []
+        return self._observe(u, t, t) + self._settle()
 
     def duplicate(self, url: str, of: str) -> list[RuleEvent]:
-        """``url`` was dropped as a near-duplicate of the kept page ``of``: ``url`` with
-        every other URL already known to show page ``of`` may suggest rules
-        (``learned``), support them (``activated``) or refute them."""
-        if url in self._page_of:
-            return []
-        cluster = self._cluster.get(of, [of])[:MAX_CLUSTER]
-        # observed first, so that the new rules' backfill meets it with the others
-        events = self._observe(url, of)
+        """``url`` was dropped as a near-duplicate of the kept page ``of``: with every other
+        URL already known to show that page it may suggest rules (``learned``), support
+        them (``activated``) or refute them."""
         u = parse_url(url)
-        forms = self._forms(u)
+        t = u.text()
+        if t in self._page_of:
+            return []
+        o = parse_url(of)
+        ot = o.text()
+        events: list[RuleEvent] = []
+        if ot not in self._page_of:  # kept by another process, not heard of yet
+            events += self._observe(o, ot, ot)
+        page = self._page_of[ot]
+        others = self._cluster.setdefault(page, [])
+        cluster = [page, *others]
+        events += self._observe(u, t, page)
+        if len(others) < MAX_CLUSTER - 1:
+            others.append(t)
         for other in cluster:
-            if other == url:
-                continue
-            o = parse_url(other)
-            # the URLs themselves, and each after a host alias rule (which makes a
-            # mirror's URL comparable with the main host's)
-            for a, b in [*((form, o) for form in forms), *((u, f) for f in self._forms(o)[1:])]:
-                events.extend(self._suggest(a, b, (url, other)))
+            for rule in candidate_rules(u, parse_url(other)):
+                events += self._suggest(rule, page, (t, other))
         return events + self._settle()
 
-    def _forms(self, u: Url) -> list[Url]:
-        """``u`` and its forms under every host alias rule learned (whatever its state,
-        so that the candidates suggested do not depend on when it was retired)."""
-        forms = [u]
-        for host in self._hosts.get(u.origin, ()):
-            image = host.key(u)
-            if image is not None and image != u:
-                forms.append(Url(*image))
-        return forms
+    def _host(self, origin: str) -> _Host:
+        host = self._hosts.get(origin)
+        if host is None:
+            host = self._hosts[origin] = _Host()
+        return host
 
-    def _suggest(self, a: Url, b: Url, pair: Pair) -> list[RuleEvent]:
-        """The candidate rule that ``a`` and ``b`` (two forms of one page) suggest, new."""
-        rule = candidate_rule(a, b)
-        if rule is None or rule.id in self.rules:
+    def _suggest(self, rule: Rule, page: str, pair: Pair) -> list[RuleEvent]:
+        """A pair suggests ``rule``: built once a second page suggests it."""
+        if rule.id in self.rules:
             return []
+        host = self._host(rule.origins[0])
+        first = host.pending.get(rule.id)
+        if first is None and self.min_support > 1:
+            if len(host.pending) >= MAX_PENDING:
+                host.pending.clear()
+            host.pending[rule.id] = page
+            return []
+        if first == page or host.live >= MAX_LIVE:
+            return []
+        host.pending.pop(rule.id, None)
+        host.live += 1
         self.rules[rule.id] = rule
-        for origin in rule.origins:
-            self._live.setdefault(origin, []).append(rule)
-        events = [RuleEvent("learned", rule, pair), *self._backfill(rule)]
-        if isinstance(rule, HostRule):
-            # the URLs fetched on its hosts, compared with the other URLs of their page
-            for origin in rule.origins:
-                self._hosts.setdefault(origin, []).append(rule)
-            for origin in rule.origins:
-                for u, url, page in list(self._seen.get(("origin", origin), ())):
-                    image = rule.key(u)
-                    if image is None or image == u:
-                        continue
-                    for other in self._cluster[page][:MAX_CLUSTER]:
-                        if other != url:
-                            events.extend(self._suggest(Url(*image), parse_url(other),
-                                                        (url, other)))
-        return events
+        for origin, slot in rule.slots():
+            self._host(origin).by_slot.setdefault(slot, []).append(rule)
+        return [RuleEvent("learned", rule, pair), *self._backfill(rule)]
 
-    def _observe(self, url: str, page: str) -> list[RuleEvent]:
-        """Record that fetching ``url`` showed ``page`` (a kept URL): every live rule
-        that maps it, alone or after a rule ever active, meets it."""
-        if url in self._page_of:
+    def _observe(self, u: Url, t: str, page: str) -> list[RuleEvent]:
+        """Record that fetching ``t`` showed ``page``; every rule that speaks for it meets it."""
+        self._page_of[t] = page
+        host = self._host(u.origin)
+        path = u.path
+        folder = path[: path.rfind("/") + 1]
+        urls = host.by_dir.get(folder)
+        if urls is None:
+            urls = host.by_dir[folder] = []
+        urls.append(t)
+        slots = host.by_slot
+        if not slots:
             return []
-        self._page_of[url] = page
-        cluster = self._cluster.setdefault(page, [page])
-        if url != page:
-            cluster.append(url)
-        u = parse_url(url)
-        entry = (u, url, page)
-        head = u.path.rpartition("/")[0]
-        for scope in (("origin", u.origin), ("pattern", u.origin, path_pattern(u.path)),
-                      ("dir", u.origin, head)):
-            self._seen.setdefault(scope, []).append(entry)
         events: list[RuleEvent] = []
-        for rule in list(self._live.get(u.origin, ())):
-            if not rule.retired:
-                events.extend(self._meet(rule, u, url, page))
-        for inner in list(self._lenders.get(u.origin, ())):
-            if not inner.retired:
-                events.extend(self._lend(inner, None, u, url, page))
+        rules = slots.get("=" + path_pattern(path))
+        if rules:
+            for rule in rules[:]:
+                events += self._meet(rule, u, t, page)
+        for d in _dirs(folder):
+            rules = slots.get(d)
+            if rules:
+                for rule in rules[:]:
+                    events += self._meet(rule, u, t, page)
         return events
 
     def _backfill(self, rule: Rule) -> list[RuleEvent]:
-        """A new rule meets every URL fetched before it existed: its own pairs and
-        counterexamples so far, then what the rules ever active lend it."""
+        """A new rule meets every URL fetched before it, under the folders it speaks for."""
         events: list[RuleEvent] = []
-        done: set[str] = set()
-        for scope in rule.scope():
-            for u, url, page in self._seen.get(scope, ()):
-                if url in done:
-                    continue
-                done.add(url)
-                events.extend(self._meet(rule, u, url, page))
-                if rule.retired:
-                    return events
-        lenders = {id(r): r for o in rule.origins for r in self._lenders.get(o, ())
-                   if not r.retired}
-        for inner in lenders.values():
-            for origin in inner.origins:
-                for u, url, page in self._seen.get(("origin", origin), ()):
-                    events.extend(self._lend(inner, rule, u, url, page))
-        return events
-
-    def _meet(self, rule: Rule, u: Url, url: str, page: str) -> list[RuleEvent]:
-        """``rule`` meets a URL fetched: an own supporting pair or a counterexample when
-        it maps the URL onto a URL fetched before."""
-        own = rule.key(u)
-        if own is None:
-            return []
-        first = rule._kept.setdefault(own, (page, url, u))
-        if first[0] != page:
-            return [self._retire(rule, (first[1], url))]
-        events: list[RuleEvent] = []
-        if first[1] != url:
-            rule._own_pairs += 1
-            self._touched[rule.id] = rule
-            if len(rule.examples) < MAX_EXAMPLES:
-                rule.examples.append((url, first[1]))
-            if rule.active:
-                rule.verified += 1
-            if own not in rule._support_keys:
-                rule._support_keys.add(own)
-                if rule.active and own not in rule._verify_keys and rule._verify_left > 0:
-                    # a fetch already under way at activation checked a new page: it
-                    # counts as one of the first verifications
-                    rule._verify_left -= 1
-                    rule._checks += 1
-                    rule._would += 1
-        if first[1] != url:
-            return events
-        # the first URL with this key: URLs another rule mapped to it lend support, or
-        # unlink the composition
-        for inner_id, seen in rule._composed.get(own, {}).items():
-            for other_page, other_url, image in seen:
-                events.extend(self._credit(self.rules[inner_id], rule, own,
-                                           (other_url, other_page, image), url, page))
-        return events
-
-    def _lend(self, inner: Rule, outer: Rule | None, u: Url, url: str,
-              page: str) -> list[RuleEvent]:
-        """``inner`` (a rule ever active) maps ``u``; ``outer`` (every live rule on the
-        image's origin, when ``None``) meets the image: the URL it keys like it is
-        support lent by ``inner``, or unlinks the two rules."""
-        image = inner.key(u)
-        if image is None or image == u:
-            return []
-        image = Url(*image)
-        outers = [outer] if outer is not None else self._live.get(image.origin, ())
-        events: list[RuleEvent] = []
-        for rule in list(outers):
-            if rule is inner or rule.retired:
+        for origin in rule.origins:
+            host = self._hosts.get(origin)
+            if host is None:
                 continue
-            key = rule.key(image)
-            if key is None or key == rule.key(u):
-                continue  # the rule maps it alone: its own pair
-            seen = rule._composed.setdefault(key, {}).setdefault(inner.id, [])
-            if seen and seen[0][0] != page:
-                events.extend(self._unlink(inner, rule, (seen[0][1], url)))
-            seen.append((page, url, image.text()))
-            direct = rule._kept.get(key)
-            if direct is not None:
-                events.extend(self._credit(inner, rule, key, (url, page, image.text()),
-                                           direct[1], direct[0]))
+            heads = tuple(slot for o, slot in rule.slots() if o == origin)
+            if heads[0][0] == "=":  # one path pattern: its folder
+                folders = [heads[0][1:].rpartition("/")[0] + "/"]
+            else:
+                folders = [d for d in host.by_dir if d.startswith(heads)]
+            for d in folders:
+                for t in host.by_dir.get(d, ())[:]:
+                    events += self._meet(rule, parse_url(t), t, self._page_of[t])
+                    if rule.retired:
+                        return events
         return events
 
-    def _credit(self, inner: Rule, outer: Rule, key: tuple, lent_url: tuple[str, str, str],
-                direct_url: str, direct_page: str) -> list[RuleEvent]:
-        """``inner`` maps ``lent_url`` (url, page, image) to a URL that ``outer`` keys
-        like ``direct_url``: support lent to ``outer`` when the pages agree."""
-        url, page, image = lent_url
-        if direct_page != page:
-            return self._unlink(inner, outer, (direct_url, url))
-        lent = outer._lent.setdefault(inner.id, {})
-        if url not in lent:
-            lent[url] = (key, image)
-            inner._borrowers[outer.id] = outer
-            self._touched[outer.id] = outer
-            if len(outer.examples) < MAX_EXAMPLES:
-                outer.examples.append((url, direct_url))
-        return []
-
-    def _unlink(self, inner: Rule, outer: Rule, pair: Pair) -> list[RuleEvent]:
-        if (inner.id, outer.id) in self._unlinked:
+    def _meet(self, rule: Rule, u: Url, t: str, page: str) -> list[RuleEvent]:
+        """``rule`` meets a URL fetched: an instance when its key was met before."""
+        if rule.retired:
             return []
-        self._unlinked.add((inner.id, outer.id))
-        if inner.active and outer.active:
-            self._shrunk = True
-        return [RuleEvent("unlinked", outer, pair, inner)]
+        key = rule.key(u)
+        if key is None:
+            return []
+        h = hash(key)
+        other = rule._keys.get(h)
+        if other is None:
+            if key == t:
+                return []  # the rule leaves it as it is: found under its own URL later
+            if key not in self._page_of:
+                rule._keys[h] = t
+                return []
+            other = key
+        if other == t:
+            return []
+        if self._page_of[other] != page:
+            return [self._retire(rule, (other, t))]
+        rule.pairs += 1
+        n = rule._per_page.get(h, 0)
+        rule._per_page[h] = n + 1
+        if n < (1 if rule.broad else PAIRS_PER_PAGE):
+            rule.support += 1
+            rule.pages = len(rule._per_page)
+            self._touched[rule.id] = rule
+        if len(rule.examples) < MAX_EXAMPLES:
+            rule.examples.append((t, other))
+        if rule.active:
+            rule.verified += 1
+            if n == 0 and rule._verify_left > 0:
+                # a fetch under way at activation met a new page of the rule: it counts
+                # as one of the first checks
+                rule._verify_left -= 1
+                rule._checks += 1
+                rule._would += 1
+        return []
 
     def _retire(self, rule: Rule, pair: Pair) -> RuleEvent:
         rule.retired = True
         if len(rule.counterexamples) < MAX_EXAMPLES:
             rule.counterexamples.append(pair)
-        for origin in rule.origins:
-            self._live[origin].remove(rule)
+        for origin, slot in rule.slots():
+            self._hosts[origin].by_slot[slot].remove(rule)
+        self._host(rule.origins[0]).live -= 1
         was_active = rule.active
         if was_active:
-            self._deactivate(rule)
-            self._shrunk = True
-        rule._kept, rule._composed, rule._lent = {}, {}, {}
-        rule._support_keys = set()
+            rule.active = False
+            for origin in rule.origins:
+                self._active_rules[origin].remove(rule)
+            self._index_active(rule.origins)
+        rule._keys, rule._per_page = {}, {}
         self._touched.pop(rule.id, None)
         return RuleEvent("retired" if was_active else "rejected", rule, pair)
 
-    def _deactivate(self, rule: Rule) -> None:
-        rule.active = False
-        for origin in rule.origins:
-            self._active[origin].remove(rule)
-
-    # -- the active set ----------------------------------------------------------------------
-
-    def _counts(self, rule: Rule) -> tuple[int, int]:
-        """Support and pages of ``rule``: its own pairs, and the URLs that active rules
-        (compositions not unlinked) map onto a URL of the same page under it."""
-        support, pages = rule._own_pairs, rule._support_keys
-        lent: dict[str, tuple] = {}
-        page_of = self._page_of
-        for inner_id, urls in rule._lent.items():
-            if self.rules[inner_id].active and (inner_id, rule.id) not in self._unlinked:
-                # a URL whose image was fetched itself splits into the two rules' own
-                # pairs: ``rule`` is not needed to map it
-                lent.update((url, key) for url, (key, image) in urls.items()
-                            if image not in page_of)
-        if lent:
-            support += len(lent)
-            pages = pages | set(lent.values())
-        rule.support, rule.pages = support, len(pages)
-        return rule.support, rule.pages
-
-    def _enough(self, rule: Rule) -> bool:
-        support, pages = self._counts(rule)
-        return support >= self.min_support and pages >= min(2, self.min_support)
-
     def _settle(self) -> list[RuleEvent]:
-        """Bring the active set to the least set in which every rule has enough support:
-        from scratch after an active rule retired or two were unlinked, else grown
-        from the rules whose support changed."""
-        if self._shrunk:
-            self._shrunk = False
-            for rules in self._active.values():
-                for rule in rules:
-                    rule.active = False
-            self._active = {}
-            todo = {r.id: r for r in self.rules.values() if not r.retired}
-        else:
-            todo = self._touched
-        self._touched = {}
+        """Activate the rules whose support grew enough: ``min_support`` instances on two pages and
+        the precision bound at the rule's threshold (support only grows; a counterexample
+        retires)."""
+        if not self._touched:
+            return []
         events: list[RuleEvent] = []
-        while todo:
-            grown: dict[str, Rule] = {}
-            for rule in todo.values():
-                if rule.retired or rule.active or not self._enough(rule):
-                    continue
-                rule.active = True
-                for origin in rule.origins:
-                    self._active.setdefault(origin, []).append(rule)
-                if not rule._lending:
-                    rule._verify_left = self.verify_first
-                    events.append(RuleEvent("activated", rule, rule.examples[-1]))
-                    events.extend(self._start_lending(rule))
-                grown.update(rule._borrowers)
-            todo = {**grown, **self._touched}
-            self._touched = {}
+        for rule in self._touched.values():
+            if (rule.retired or rule.active or rule.support < self.min_support
+                    or rule.pages < min(2, self.min_support)):
+                continue
+            if wilson_lower(rule.support, rule.support) < self.threshold(rule):
+                continue
+            rule.active = True
+            rule._verify_left = self.verify_first * (BROAD_VERIFY if rule.broad else 1)
+            for origin in rule.origins:
+                self._active_rules.setdefault(origin, []).append(rule)
+            self._index_active(rule.origins)
+            events.append(RuleEvent("activated", rule, rule.examples[-1]))
+        self._touched = {}
         return events
 
-    def _start_lending(self, rule: Rule) -> list[RuleEvent]:
-        """``rule`` is active for the first time: from now on it lends support to the
-        rules on its images (every URL fetched so far, then each new one)."""
-        rule._lending = True
-        for origin in rule.origins:
-            self._lenders.setdefault(origin, []).append(rule)
-        events: list[RuleEvent] = []
-        for origin in rule.origins:
-            for u, url, page in list(self._seen.get(("origin", origin), ())):
-                events.extend(self._lend(rule, None, u, url, page))
-        return events
+    def _index_active(self, origins: tuple[str, ...]) -> None:
+        """Index the active rules of ``origins`` for :meth:`check`, leaving out those that
+        another active rule subsumes (it joins every pair they join)."""
+        for origin in origins:
+            rules = self._active_rules.get(origin, [])
+            slots: dict[str, list[Rule]] = {}
+            for rule in rules:
+                if any(other is not rule and _subsumes(other, rule)
+                       and (not _subsumes(rule, other) or other.id < rule.id)
+                       for other in rules):
+                    continue
+                for o, slot in rule.slots():
+                    if o == origin:
+                        slots.setdefault(slot, []).append(rule)
+            self._active[origin] = slots
 
     # -- applying --------------------------------------------------------------------------
 
     def check(self, url: str) -> Decision | None:
-        """The active rule mapping ``url`` to a page already kept (another URL), if any:
-        a rule alone, else an active rule after another one (a composition not
-        unlinked)."""
+        """The active rule mapping ``url`` to a page already fetched and kept (under another
+        URL), if any, and whether to fetch it anyway to verify the rule. Only the rules
+        indexed under the URL's path pattern and folders are tried."""
         origin_end = url.find("/", url.find("://") + 3)
         origin = (url if origin_end == -1 else url[:origin_end]).lower()
         if "?" in origin:
             origin = origin.partition("?")[0]
-        rules = self._active.get(origin)
-        if not rules:
+        slots = self._active.get(origin)
+        if not slots:
             return None
         u = parse_url(url)
-        matches = self._direct(rules, u, url)
-        if matches:
-            for rule, key, kept in matches:
-                if key in rule._support_keys:
-                    # this very page has a supporting pair under the rule: no first check
-                    return self._decide(rule, kept, first=False)
-        else:
-            matches = self._composed(rules, u, url)
-            if not matches:
-                return None
-        for rule, key, kept in matches:
-            if rule._verify_left == 0 or key in rule._verify_keys:
-                return self._decide(rule, kept, first=False)
-        # every rule mapping it is new: the first pages beyond its evidence are fetched
-        rule, key, kept = matches[0]
-        rule._verify_left -= 1
-        rule._verify_keys.add(key)
-        return self._decide(rule, kept, first=True)
+        path = u.path
+        found = slots.get("=" + path_pattern(path))
+        if found:
+            decision = self._match(found, u)
+            if decision is not None:
+                return decision
+        for d in _dirs(path[: path.rfind("/") + 1]):
+            found = slots.get(d)
+            if found:
+                decision = self._match(found, u)
+                if decision is not None:
+                    return decision
+        return None
 
-    def _decide(self, rule: Rule, kept: str, *, first: bool) -> Decision:
-        """Count a request ``rule`` would skip; fetch it to check the rule when it is
-        one of the first, or while fewer than ``verify_share`` of them were checked."""
-        rule._would += 1
-        verify = first or rule._checks < self.verify_share * rule._would
-        if verify:
-            rule._checks += 1
-        return Decision(rule, kept, verify)
-
-    @staticmethod
-    def _direct(rules: list[Rule], u: Url, url: str) -> list[tuple[Rule, tuple, str]]:
-        found = []
+    def _match(self, rules: list[Rule], u: Url) -> Decision | None:
+        t = u.text()
+        page_of = self._page_of
         for rule in rules:
             key = rule.key(u)
             if key is None:
                 continue
-            known = rule._kept.get(key)
-            if known is not None and known[0] != url:
-                found.append((rule, key, known[0]))
-        return found
-
-    def _composed(self, rules: list[Rule], u: Url, url: str) -> list[tuple[Rule, tuple, str]]:
-        """Active rules after another active rule (``/a?utm=1`` on a mirror host is
-        ``/a`` on the main one), unless that composition was unlinked."""
-        found = []
-        for inner in rules:
-            image = inner.key(u)
-            if image is None or image == u:
+            h = hash(key)
+            other = rule._keys.get(h)
+            if other is None:
+                if key == t:
+                    continue
+                other = key
+            page = page_of.get(other)
+            if page is None or page == t or t in page_of:
                 continue
-            outers = [outer for outer in self._active.get(image[0], ())
-                      if outer is not inner and (inner.id, outer.id) not in self._unlinked]
-            found.extend(self._direct(outers, Url(*image), url))
-        return found
+            if h in rule._per_page:
+                # the rule was already seen to join this very page to a copy: no risk
+                rule._would_known += 1
+                return Decision(rule, page, False)
+            return self._decide(rule, page)
+        return None
+
+    def _decide(self, rule: Rule, kept: str) -> Decision:
+        """Count a request for a new page ``rule`` would skip (a page it was already seen to
+        join to a copy is skipped without this); fetch it to check the rule when it is one of
+        the first after activation (``verify_first``, three times as many for a broad
+        rule) or while fewer than the share of them were checked: ``verify_share``
+        (twice that for a broad rule), or the 99% upper bound of the rule's error rate
+        (one minus the precision bound) over ``EARLY_SHARE``, when that is larger."""
+        rule._would += 1
+        if rule._verify_left > 0:
+            rule._verify_left -= 1
+            verify = True
+        else:
+            share = self.verify_share * (BROAD_SHARE if rule.broad else 1)
+            share = max(share, (1 - wilson_lower(rule.support, rule.support)) / EARLY_SHARE)
+            verify = rule._checks < share * rule._would
+        if verify:
+            rule._checks += 1
+        return Decision(rule, kept, verify)
 
     def skipped(self, rule_id: str) -> None:
         rule = self.rules.get(rule_id)
@@ -776,13 +762,10 @@ class RuleBook:
 
     @property
     def kept_count(self) -> int:
-        return len(self._cluster)
+        return sum(1 for url, page in self._page_of.items() if url == page)
 
     def summary(self) -> list[dict]:
         """Every rule (active first, then candidates, then retired), as plain dicts."""
-        for rule in self.rules.values():
-            if not rule.retired:
-                self._counts(rule)
         order = {"active": 0, "candidate": 1, "retired": 2}
         rows = [r.summary() for r in self.rules.values()]
         return sorted(rows, key=lambda r: (order[r["state"]], -r["support"], r["rule"]))

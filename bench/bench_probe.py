@@ -1,0 +1,94 @@
+"""A probe's cost when thousands of stored pages share one fingerprint (issue 23).
+
+Pages that differ only in numbers share a fingerprint (digits do not move it)
+and their sketches do not confirm each other: every probe of one more such page
+meets all of them as candidates. The in-process backend bounds that work
+(``FP_CAP`` pages of one fingerprint in the tables, ``MAX_CANDIDATES``
+confirmed per probe, exact copies found through an index of their own); beside
+it, in the same run, the unbounded way (every candidate, each confirmed on its
+own), which version 6 did.
+
+``python -m bench.bench_probe [--shared 5000] [--others 100000] [--repeat 200]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+from scrapy_simhash.backends.memory import MemoryBackend
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results", "probe.txt")
+
+
+def sketches(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Random sketches that take the sketch path (template known, enough own
+    words, mostly prose) and confirm nothing: distinct pages."""
+    out = rng.integers(1, 256, (n, SKETCH_BINS), dtype=np.uint8)
+    out[:, 62] = 200  # 200 own words (low byte)
+    out[:, 63] = 0xC0  # sketchable | template known
+    out[:, 60], out[:, 61] = 300 % 256, 300 // 256  # 300 visible words
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", type=int, default=5000,
+                        help="stored pages sharing one fingerprint (default 5000)")
+    parser.add_argument("--others", type=int, default=100_000,
+                        help="other stored pages (default 100000)")
+    parser.add_argument("--repeat", type=int, default=200, help="probes timed (default 200)")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    shared_fp = 0x0123456789ABCDEF
+    backend = MemoryBackend(k=6, expected_size=args.others + args.shared)
+    others = rng.integers(0, 2**63, args.others, dtype=np.uint64)
+    stored = sketches(rng, args.others + args.shared)
+    start = time.perf_counter()
+    for i, fp in enumerate(others.tolist()):
+        backend.query_and_add(Signature(fp, stored[i].tobytes()), f"https://x/{i}", add="always")
+    for i in range(args.shared):
+        row = args.others + i
+        backend.query_and_add(Signature(shared_fp, stored[row].tobytes()), f"https://x/s{i}",
+                              add="always")
+    built = time.perf_counter() - start
+    probes = sketches(rng, args.repeat)
+    bounded = []
+    for sketch in probes:
+        t = time.perf_counter()
+        backend.query_and_add(Signature(shared_fp, sketch.tobytes()), "https://x/new", add="never")
+        bounded.append(time.perf_counter() - t)
+    # The unbounded way: every stored page of the fingerprint, one confirmation each.
+    rows = np.arange(args.others, args.others + args.shared)
+    unbounded = []
+    for sketch in probes[: max(5, args.repeat // 20)]:
+        mine = sketch.tobytes()
+        t = time.perf_counter()
+        any(confirms(stored[r].tobytes(), mine) for r in rows)
+        unbounded.append(time.perf_counter() - t)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        f"probe of a page whose fingerprint {args.shared:,} stored pages share "
+        f"({args.others:,} others stored; built in {built:.1f} s)  load average {load}",
+        f"  bounded (MemoryBackend.query_and_add): median {statistics.median(bounded) * 1e3:.3f} ms, "
+        f"p90 {np.percentile(bounded, 90) * 1e3:.3f} ms over {len(bounded)} probes",
+        f"  unbounded (every candidate confirmed): median "
+        f"{statistics.median(unbounded) * 1e3:.1f} ms over {len(unbounded)} probes; ratio "
+        f"{statistics.median(unbounded) / statistics.median(bounded):.0f}x",
+        ("PASS" if statistics.median(bounded) <= 1e-4 else "FAIL")
+        + "  bounded median <= 0.1 ms (issue 23)",
+    ]
+    print("\n".join(lines))
+    with open(RESULTS, "w", encoding="utf-8") as out:
+        out.write("command: python -m bench.bench_probe " + " ".join(argv or []) + "\n")
+        out.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
