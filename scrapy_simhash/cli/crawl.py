@@ -22,46 +22,10 @@ from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem
 from scrapy_simhash.cli.options import Commands, add_distance, int_in
 from scrapy_simhash.cli.output import Progress
+from scrapy_simhash.cli.pairs import build_index, resolve_layout
+from scrapy_simhash.cli.state import load_state
 from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.index.store import salvage
-
-
-def load_state(path: str) -> Any:
-    """A crawl's state (a JOBDIR or its state file), format and version checked;
-    :class:`InputError` saying why it cannot be used."""
-    from scrapy_simhash.backends.state import StateError, read_state, state_path
-    from scrapy_simhash.index import CorruptStateError
-
-    file = state_path(path)
-    try:
-        state = read_state(file)
-    except StateError as exc:
-        raise InputError(file, None, _without_prefix(str(exc), file)) from None
-    except CorruptStateError as exc:
-        where = "" if exc.offset is None else f" at byte {exc.offset}"
-        raise InputError(file, None, f"damaged crawl state{where}: {exc.reason}; "
-                                     f"`scrapy-simhash salvage {file} NEW_STATE` copies "
-                                     "its readable records into a new file") from None
-    except OSError as exc:
-        raise InputError(file, None, exc.strerror or str(exc)) from None
-    if state.truncated:
-        print(f"scrapy-simhash: {file}: ignored a truncated last record", file=sys.stderr)
-    return state
-
-
-def _without_prefix(message: str, path: str) -> str:
-    return message[len(path) + 1:] if message.startswith(path + " ") else message
-
-
-def looks_like_state(path: str) -> bool:
-    """Whether ``path`` starts like a record log (a state file)."""
-    from scrapy_simhash.index.store import MAGIC
-
-    try:
-        with open(path, "rb") as stream:
-            return stream.read(len(MAGIC)) == MAGIC
-    except OSError as exc:
-        raise InputError(path, None, exc.strerror or str(exc)) from None
 
 
 # -- the drop log ---------------------------------------------------------------
@@ -218,8 +182,6 @@ def pick_run(runs: list[list[Drop]], run: str) -> tuple[list[Drop], str]:
 def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], *, k: int,
                  top: int, run: str = "last", progress: Progress | None = None) -> Report:
     """Figures of a crawl from its states and drop logs (either may be missing)."""
-    from scrapy_simhash.cli.pairs import build_index, resolve_layout
-
     rep = Report()
     fps = (np.concatenate([s.fingerprints for s in states]) if states
            else np.empty(0, np.uint64))

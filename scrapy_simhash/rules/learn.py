@@ -143,6 +143,11 @@ class Rule:
     _would: int = field(default=0, repr=False)  # requests it would have skipped
     _checks: int = field(default=0, repr=False)  # ... of which fetched to check it
 
+    @property
+    def was_active(self) -> bool:
+        """Whether the rule was ever active (a retired rule that was not: a rejected candidate)."""
+        return self._lending
+
     def key(self, url: Url):  # overridden
         raise NotImplementedError
 
