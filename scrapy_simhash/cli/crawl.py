@@ -209,9 +209,9 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
                 for n, r in enumerate(runs, 1):
                     acts = Counter(d.action for d in r)
                     when = f", {r[0].time} to {r[-1].time}" if r and r[0].time else ""
-                    rep.say(f"  run {n}: {len(r):,} near-duplicates ("
-                            + ", ".join(f"{a} {c:,}" for a, c in sorted(acts.items()))
-                            + f"){when}")
+                    detail = ", ".join(f"{a} {c:,}" for a, c in sorted(acts.items()))
+                    rep.say(f"  run {n}: {len(r):,} near-duplicate{'s' if len(r) != 1 else ''}"
+                            + (f" ({detail})" if detail else "") + when)
                 rep.say(f"  SIMHASH_LOG_FILE appends across crawls (runs told apart by {how}): "
                         f"the figures below use {label}; --run all or --run N for others")
             drops.extend(chosen)
