@@ -177,12 +177,14 @@ def unknown_settings(settings: BaseSettings) -> list[tuple[str, str | None]]:
     """Each ``SIMHASH_*`` name set that :data:`SETTINGS` does not list, with the
     closest known name (None when none is close): a misspelt setting would
     otherwise be ignored without a word."""
-    known = list(DEFAULTS)
+    # compared without the shared prefix, which would make every name look close
+    known = [name[len(PREFIX):] for name in DEFAULTS]
     found = []
     for name in sorted(str(n) for n in settings):
         if name.upper().startswith(PREFIX) and name not in DEFAULTS:
-            close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
-            found.append((name, close[0] if close else None))
+            close = difflib.get_close_matches(name.upper()[len(PREFIX):], known, n=1,
+                                              cutoff=0.6)
+            found.append((name, PREFIX + close[0] if close else None))
     return found
 
 
