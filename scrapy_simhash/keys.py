@@ -118,7 +118,7 @@ DISTANCE = "simhash_distance"
 
 
 def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(name)) + "$")
+    return re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(name)) + "$")
 
 
 _STATS_PATTERNS = [(spec, _pattern(spec.name)) for spec in STATS]
