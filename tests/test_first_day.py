@@ -296,3 +296,48 @@ async def test_find_all_reads_a_redis_index(site, redis_url, redis_client):
                input="", check=1)
     proc = run("find-all", redis_url, check=2)
     assert "add --key" in proc.stderr
+
+
+# -- 8. wording: the features' arithmetic, a run without drops -------------------------------
+
+
+def test_explain_counts_add_up(tmp_path):
+    """The features line is a sum that holds, and its min_features figure is the
+    fingerprint's own count (content features of tables included)."""
+    import re
+
+    from scrapy_simhash.fingerprinting import fingerprint_details
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    rows = "".join(f"<tr><td>item {a} {b}</td><td>{i * 7} crates of {b} {a}</td></tr>"
+                   for i, (a, b) in enumerate((a, b) for a in words for b in words[:4]))
+    html = ("<html><head><title>Stock of the river depot</title></head><body><h1>Depot "
+            "stock</h1><h2>Winter counts</h2>" + article_html(7, words=80).split("<article>")[1]
+            .split("</article>")[0] + f"<table>{rows}</table></body></html>")
+    page = tmp_path / "a.html"
+    page.write_text(html)
+    out = run("explain", page, page, check=0).stdout
+    line = next(x for x in out.splitlines() if x.strip().startswith("features:"))
+    numbers = re.match(r"\s*features: (\d+) = (\d+) spot signatures? \+ (\d+) content "
+                       r"features? \(tables, code, lists\) \+ (\d+) title words? \+ (\d+) "
+                       r"heading words?; min_features=\d+ is compared with the first two: "
+                       r"(\d+)$", line)
+    assert numbers, line
+    total, spots, content, titles, headings, counted = map(int, numbers.groups())
+    assert total == spots + content + titles + headings
+    assert counted == spots + content == fingerprint_details(html).feature_count
+    assert titles >= 3 and headings >= 1 and content >= 1
+
+
+def test_report_of_a_run_without_drops_has_no_empty_parentheses(tmp_path):
+    log = tmp_path / "drops.jsonl"
+    lines = [{"event": "open", "time": "2026-01-01T00:00:00+00:00"},
+             {"event": "close", "time": "2026-01-01T00:01:00+00:00"},
+             {"event": "open", "time": "2026-01-02T00:00:00+00:00"},
+             {"event": "drop", "url": "http://x/b", "duplicate_of": "http://x/a",
+              "distance": 1, "action": "drop", "time": "2026-01-02T00:00:01+00:00"}]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = run("report", log, check=0).stdout
+    assert "  run 1: 0 near-duplicates\n" in out
+    assert "  run 2: 1 near-duplicate (drop 1), " in out
+    assert "()" not in out
