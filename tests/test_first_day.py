@@ -341,3 +341,25 @@ def test_report_of_a_run_without_drops_has_no_empty_parentheses(tmp_path):
     assert "  run 1: 0 near-duplicates\n" in out
     assert "  run 2: 1 near-duplicate (drop 1), " in out
     assert "()" not in out
+
+
+def test_no_two_cli_modules_import_each_other():
+    """crawl.py and pairs.py once imported each other through function-local imports;
+    what both need (reading a crawl) lives in cli/state.py."""
+    import ast
+
+    cli = ROOT / "scrapy_simhash" / "cli"
+    graph = {}
+    for path in cli.glob("*.py"):
+        name = f"scrapy_simhash.cli.{path.stem}"
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "scrapy_simhash.cli."):
+                found.add(node.module)
+        graph[name] = found
+    assert graph["scrapy_simhash.cli.crawl"] >= {"scrapy_simhash.cli.pairs",
+                                                 "scrapy_simhash.cli.state"}
+    mutual = {tuple(sorted((a, b))) for a, deps in graph.items() for b in deps
+              if a in graph.get(b, ())}
+    assert mutual == set()
