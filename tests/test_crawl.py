@@ -251,8 +251,9 @@ async def test_audit_file_and_signal(site, tmp_path):
     opened, entry, closed = map(json.loads, log_file.read_text(encoding="utf-8").splitlines())
     assert set(entry) == {
         "event", "time", "spider", "url", "duplicate_of", "distance",
-        "fingerprint", "duplicate_fingerprint", "action", "spot_signatures",
+        "fingerprint", "duplicate_fingerprint", "action", "spot_signatures", "sketch", "k",
     }  # fmt: skip
+    assert entry["k"] == DEFAULT_MAX_DISTANCE and len(bytes.fromhex(entry["sketch"])) == 64
     assert entry["event"] == "drop"
     assert entry["spider"] == "site"
     assert entry["url"] == site.url("/b")
