@@ -264,6 +264,7 @@ async def test_the_command_line_decides_as_the_crawl_did(site, crawled):
     assert sorted((r[0], r[-1]) for r in rows) == sorted(
         (d["url"], d["duplicate_of"]) for d in drops), proc.stdout
     assert "2 matches within 4 bits confirmed by their sketches" in proc.stderr
+    assert "bad input" not in proc.stderr  # the log's open and close lines are not pages
     # the same with FP:SKETCH arguments
     d = drops[0]
     proc = run("query", f"{d['fingerprint']}:{d['sketch']}", "--index", jobdir, check=0)
