@@ -73,7 +73,7 @@ from scrapy_simhash.fingerprinting import (
     plain_elements,
 )
 from scrapy_simhash.fingerprinting.signature import signature_details
-from scrapy_simhash.settings import SimhashSettings, unknown_settings
+from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -182,7 +182,7 @@ class SimhashMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
         """Validate the settings and open the index, or stop the crawl before it starts."""
-        for name, close in unknown_settings(crawler.settings):
+        for name, close in SimhashSettings.unknown(crawler.settings):
             logger.warning(
                 "Unknown setting %(name)s: scrapy-simhash ignores it%(hint)s",
                 {"name": name, "hint": f" (did you mean {close}?)" if close else ""},

@@ -254,6 +254,11 @@ class SimhashSettings:
             max_unchecked_share=_get_float(settings, "SIMHASH_MAX_UNCHECKED_SHARE", 0, 1),
         )
 
+    @staticmethod
+    def unknown(settings: BaseSettings) -> list[tuple[str, str | None]]:
+        """:func:`unknown_settings`: the ``SIMHASH_*`` names set that are typos."""
+        return unknown_settings(settings)
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashSettings:
         """:meth:`from_settings`, and the spider argument ``simhash_reset``
