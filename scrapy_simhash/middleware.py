@@ -379,7 +379,7 @@ class SimhashMiddleware:
             # a mark a callback (log, drop_outlinks) or an errback (drop) can read
             request.meta[keys.DUPLICATE_OF] = duplicate.url
             request.meta[keys.DISTANCE] = duplicate.distance
-        self._report(response, sig, result, duplicate)
+        self._report(response, sig.sketch, result, duplicate)
         if self.action == "drop":
             raise NearDuplicate(
                 response,
@@ -426,7 +426,7 @@ class SimhashMiddleware:
     # -- reporting ------------------------------------------------------------
 
     def _report(
-        self, response: Response, sig: Signature, result: FingerprintResult, duplicate: Duplicate
+        self, response: Response, sketch: bytes, result: FingerprintResult, duplicate: Duplicate
     ) -> None:
         stats = self.stats
         stats.inc_value("simhash/duplicate_count")
@@ -443,7 +443,7 @@ class SimhashMiddleware:
             "spot_signatures": result.feature_count,
             # what reproduces the decision: the page's signature and k (`scrapy-simhash
             # explain URL KEPT_URL --state JOBDIR --drop-log FILE`)
-            "sketch": sig.sketch.hex(),
+            "sketch": sketch.hex(),
             "k": self.config.max_distance,
         }
         # Like DUPEFILTER_DEBUG: the first drop at SIMHASH_LOG_LEVEL with a
