@@ -271,6 +271,9 @@ async def test_the_command_line_decides_as_the_crawl_did(site, crawled):
     assert proc.stdout.splitlines()[1].split("\t")[-1] == d["duplicate_of"]
     assert "within 4 bits confirmed" in proc.stderr
 
+    # report clusters the stored pages at the crawl's k too
+    assert json.loads(run("report", jobdir, log, "--json", check=0).stdout)["k"] == 4
+
     # explain: the dropped page is not in the state; fetched, or read from the drop log
     for extra in ((), ("--drop-log", log)):
         proc = run("explain", d["url"], d["duplicate_of"], "--state", jobdir, "--json",

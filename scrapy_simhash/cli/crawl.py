@@ -309,14 +309,17 @@ def cmd_report(args: argparse.Namespace, problems: Problems, progress: Progress)
     if not states and not any(records for _, records in logs):
         problems.note("nothing to report: no stored page and no drop")
         return EXIT_INPUT
-    rep = crawl_report(states, logs, k=args.distance, top=args.top, run=args.run,
-                       progress=progress)
+    k = args.distance
+    if k is None:  # the k the crawl recorded in its state, else the crawler's default
+        recorded = {s.max_distance for s in states} - {None}
+        k = recorded.pop() if len(recorded) == 1 else DEFAULT_MAX_DISTANCE
+    rep = crawl_report(states, logs, k=k, top=args.top, run=args.run, progress=progress)
     if args.plot:
         progress("nearest-neighbour distances", force=True)
         nearest, sampled = plot.nearest_distances(rep.fps)
         drops = None if rep.drops is None else np.array([d.distance for d in rep.drops])
         names = ", ".join(args.paths)
-        fig = plot.distance_figure(nearest, drops, args.distance, sampled=sampled,
+        fig = plot.distance_figure(nearest, drops, k, sampled=sampled,
                                    title=f"scrapy-simhash report: {names}")
         plot.save_figure(fig, args.plot)
         progress.clear()
@@ -386,9 +389,10 @@ def add_commands(commands: Commands) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="STATE_OR_LOG",
                    help="a JOBDIR, its simhash.seen file, or a drop log (JSON lines)")
-    add_distance(p, default=DEFAULT_MAX_DISTANCE,
-                 help=f"k for clusters among the stored pages (default: the crawler's, "
-                      f"{DEFAULT_MAX_DISTANCE}; a cluster edge is a confirmed pair)")
+    add_distance(p, default=None,
+                 help=f"k for clusters among the stored pages (default: the crawl's, which "
+                      f"its state records, else the crawler's default, {DEFAULT_MAX_DISTANCE}; "
+                      "a cluster edge is a confirmed pair)")
     p.add_argument("--top", type=int_in(0, 1000), default=5,
                    help="largest clusters to list (default: 5)")
     p.add_argument("--run", default="last", metavar="last|all|N",
