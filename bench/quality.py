@@ -23,6 +23,16 @@ content container (:data:`DOC_SITES`); on ``web/`` the annotated main element, i
 deepest block holding most of the page's hand-annotated ``with`` segments
 (``perturb.find_main``).
 
+A crawl signs each page against its host's template, learned from the pages it kept
+(``scrapy_simhash.fingerprinting.template``). The harness gives each page the same:
+a documentation site's pages are signed in file order, each against the template of
+the pages before it (as a crawl of the site; ``--context twopass``: against the
+template of the whole site, which takes more of each page's text for template, the
+harsher test of the first rule); a web page and every copy are signed against the
+template of three sibling pages, the page's own template with other articles in its
+main element (as a crawl of its host, or of a mirror, sees it). ``--context none``
+signs every page alone (its whole text is its own: only exact copies are dropped).
+
 Pages are given as decoded text, as Scrapy's ``response.text``. ``--quick`` runs on a
 seeded sample in a few minutes (bars are indicative there); the full run writes its output
 to ``bench/results/quality.txt``.
@@ -31,6 +41,7 @@ to ``bench/results/quality.txt``.
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import random
 import re
@@ -52,6 +63,7 @@ from evaluation.corpus import ABSENT_REASON, WEB_SOURCE, corpus_dir, site_dir, s
 # The modules, not the functions of the same names that ``scrapy_simhash`` re-exports.
 F = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
 SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
+T = importlib.import_module("scrapy_simhash.fingerprinting.template")
 
 RESULTS = Path(__file__).resolve().parent / "results" / "quality.txt"
 KS = range(9)
@@ -68,7 +80,14 @@ DOC_SITES = {
     "docs2/libstdc++-12": ("//div[@id='doc-content']", "//body/div[not(contains(@class, 'nav'))]"),
     "docs2/postgresql-15": ("//body/div[not(contains(@class, 'nav'))]",),
     "docs2/git-2.39": ("//div[@id='content']",),
+    "docs3/qt-5.15": ("//div[@class='content mainContent']",),
+    "docs3/eigen-3.4": ("//div[@class='contents']",),
+    "docs3/commons-lang3-3.12": ("//main",),
 }
+#: The attribute that marks a page's main element, so that siblings and copies find it.
+MARK = "data-quality-main"
+#: Sibling pages a web page's (or a copy's) host template is learned from.
+SIBLINGS = 3
 #: Pages of each documentation site given perturbed copies (full run, quick run).
 DOC_POSITIVES = (60, 12)
 
@@ -237,32 +256,108 @@ class Signer:
 
     With ``extractor="trafilatura"`` the page is first reduced to trafilatura's main
     text: a reference showing what a strong (10x slower) extractor reaches with
-    our features and decision.
+    our features and decision. ``context``: how a page's site template is learned
+    (module docstring).
     """
 
-    def __init__(self, min_features: int | None, extractor: str = "ours") -> None:
+    def __init__(self, min_features: int | None, extractor: str = "ours",
+                 context: str = "stream") -> None:
         self.options = {} if min_features is None else {"min_features": min_features}
         self.prepare = trafilatura_text if extractor == "trafilatura" else None
+        self.context = context
         self.errors: list[str] = []
         self.calls = 0
         self.seconds = 0.0
+        self.articles: list = []  # main elements siblings are made of
 
-    def __call__(self, text: str, name: str):
+    def analyse(self, page, name: str, template=None):
         self.calls += 1
         start = time.perf_counter()
         try:
             if self.prepare is not None:
-                text = self.prepare(text)
-            return SG.signature(text, **self.options)
+                page = self.prepare(page if isinstance(page, str) else P.serialize(page))
+            return SG.analyse(page, template=template, **self.options)
         except Exception as exc:  # noqa: BLE001 - the harness keeps going and reports it
             self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
             return None
         finally:
             self.seconds += time.perf_counter() - start
 
+    def __call__(self, text: str, name: str, template=None):
+        found = self.analyse(text, name, template)
+        return None if found is None else found.signature
+
+    def sibling_template(self, text: str, name: str):
+        """The template a crawl of the page's host learns: the page's tree with
+        other articles in its marked main element, :data:`SIBLINGS` times."""
+        template = T.SiteTemplate()
+        if self.context == "none":
+            return template
+        root = P.parse(text)
+        found = root.xpath(f"//*[@{MARK}]")
+        if not found or not self.articles:
+            return template
+        path = root.getroottree().getpath(found[0])
+        rng = random.Random(P.page_seed("siblings", name))
+        for article in rng.sample(self.articles, min(SIBLINGS, len(self.articles))):
+            sibling = copy.deepcopy(root)
+            target = sibling.getroottree().xpath(path)[0]
+            content = copy.deepcopy(article)
+            content.tail = target.tail
+            if target.getparent() is None:
+                continue
+            target.getparent().replace(target, content)
+            seen = self.analyse(sibling, f"{name} [sibling]")
+            if seen is not None:
+                template.learn(seen.evidence.block_hashes)
+        return template
+
+    def with_siblings(self, text: str, name: str):
+        return self(text, name, self.sibling_template(text, name))
+
+    def site(self, pages: Sequence[Page]) -> Signatures:
+        """A documentation site's pages, each against the site's template (module docstring)."""
+        template = T.SiteTemplate()
+        if self.context == "twopass":
+            for page in pages:
+                found = self.analyse(page.text, page.name)
+                if found is not None:
+                    template.learn(found.evidence.block_hashes)
+            return Signatures([self(page.text, page.name, template) for page in pages])
+        sigs = []
+        for page in pages:
+            found = self.analyse(page.text, page.name, template)
+            sigs.append(None if found is None else found.signature)
+            if found is not None and self.context == "stream":
+                template.learn(found.evidence.block_hashes)
+        return Signatures(sigs)
+
     def many(self, pages: Sequence[Page]) -> Signatures:
-        """The pages' signatures, in order."""
-        return Signatures([self(page.text, page.name) for page in pages])
+        """Web pages' signatures, in order, each against its siblings' template."""
+        return Signatures([self.with_siblings(page.text, page.name) for page in pages])
+
+
+def marked(page: Page) -> str:
+    """The page's HTML with its main element marked (:data:`MARK`)."""
+    if not page.main_path:
+        return page.text
+    root = P.parse(page.text)
+    found = root.getroottree().xpath(page.main_path)
+    if found:
+        found[0].set(MARK, "1")
+    return P.serialize(root)
+
+
+def articles(pages: Sequence[Page], chosen: Sequence[int]) -> list:
+    """The main elements of the chosen pages (sibling contents)."""
+    out = []
+    for i in chosen:
+        page = pages[i]
+        if page.main_path:
+            found = P.parse(page.text).getroottree().xpath(page.main_path)
+            if found:
+                out.append(found[0])
+    return out
 
 
 class Signatures:
@@ -333,21 +428,22 @@ def positives(
     who: dict[str, list[str]] = {k: [] for k in names}
 
     def record(kind: str, original, html: str, name: str) -> None:
-        d, decided = distances(original, signer(html, f"{name} [{kind}]"))
+        d, decided = distances(original, signer.with_siblings(html, f"{name} [{kind}]"))
         raw[kind].append(d)
         dist[kind].append(decided)
 
     for i in eligible:
         page = pages[i]
         original = sigs.sigs[i]
-        record("identity", original, P.serialize(P.parse(page.text)), page.name)
+        text = marked(page)
+        record("identity", original, text, page.name)
         who["identity"].append(page.name)
         others = [j for j in eligible if j != i]
         rng = random.Random(P.page_seed(seed, page.name))
         teasers = pages[rng.choice(others)].teasers if others else []
         for kind, choose in kinds.items():
             html, _counts = P.perturb(
-                page.text,
+                text,
                 choose(rng),
                 P.page_seed(seed, page.name, kind),
                 main_path=page.main_path,
@@ -358,7 +454,7 @@ def positives(
         candidates = [h for h in hosts if h.name != page.name]
         if candidates:
             host = rng.choice(candidates)
-            article, template = P.parse(page.text), P.parse(host.text)
+            article, template = P.parse(text), P.parse(host.text)
             a_main = article.getroottree().xpath(page.main_path)[0]
             t_main = template.getroottree().xpath(host.main_path)[0]
             html = P.serialize(P.transplant(article, a_main, template, t_main))
@@ -626,17 +722,17 @@ def boilerplate(report: Report, limit: int | None) -> None:
 def run(args: argparse.Namespace, report: Report) -> int:
     started = time.perf_counter()
     web_sample, docs_sample = (60, 120) if args.quick else (None, None)
-    signer = Signer(args.min_features, args.extractor)
+    signer = Signer(args.min_features, args.extractor, args.context)
     report(
         f"scrapy_simhash quality harness  FINGERPRINT_VERSION={F.FINGERPRINT_VERSION}  "
         f"min_features={args.min_features if args.min_features is not None else F.DEFAULT_MIN_FEATURES}  "
         f"k={args.k}  sketch: {SG.SKETCH_BINS} bins of word {SG.SHINGLE}-shingles, confirm >= "
-        f"{SG.CONFIRM}/64  seed={args.seed}  mode={'quick (sample: bars indicative)' if args.quick else 'full'}"
+        f"{SG.CONFIRM}/64  context={args.context}  seed={args.seed}  mode={'quick (sample: bars indicative)' if args.quick else 'full'}"
         + ("" if args.extractor == "ours" else f"  extractor={args.extractor} (reference)")
     )
     t = time.perf_counter()
     web = load_web(web_sample, args.seed)
-    docs = {site: load_docs(site, docs_sample, args.seed) for site in DOC_SITES}
+    docs = {site: load_docs(site, docs_sample, args.seed) for site in args.sites}
     report(
         f"loaded {len(web)} web pages, "
         + ", ".join(f"{len(v)} {k}" for k, v in docs.items())
@@ -644,8 +740,10 @@ def run(args: argparse.Namespace, report: Report) -> int:
     )
 
     t = time.perf_counter()
-    web_sigs = signer.many(web)
-    docs_sigs = {site: signer.many(pages) for site, pages in docs.items()}
+    web_eligible = eligible_pages(web)
+    signer.articles = articles(web, web_eligible)
+    web_sigs = Signatures([signer.with_siblings(marked(page), page.name) for page in web])
+    docs_sigs = {site: signer.site(pages) for site, pages in docs.items()}
     report(f"signed originals ({time.perf_counter() - t:.1f}s)")
 
     report()
@@ -654,7 +752,6 @@ def run(args: argparse.Namespace, report: Report) -> int:
     # -- positives: web pages, and a sample of each documentation site's pages
     report()
     t = time.perf_counter()
-    web_eligible = eligible_pages(web)
     hosts = [web[i] for i in web_eligible if web[i].outside_prose <= MAX_TEMPLATE_PROSE]
     web_pos = positives("web", web, web_eligible, web_sigs, signer, hosts, args.seed)
     report(
@@ -672,6 +769,7 @@ def run(args: argparse.Namespace, report: Report) -> int:
         chosen = sorted(random.Random(P.page_seed(args.seed, site)).sample(
             eligible, min(per_site, len(eligible))
         ))
+        signer.articles = articles(pages, chosen)
         doc_parts.append(positives(site, pages, chosen, docs_sigs[site], signer, hosts, args.seed))
     docs_pos = Positives.merge("docs", doc_parts)
     report(
@@ -683,9 +781,9 @@ def run(args: argparse.Namespace, report: Report) -> int:
 
     # -- negatives
     t = time.perf_counter()
-    same = {site: all_pairs(docs[site], docs_sigs[site], site) for site in DOC_SITES}
-    everything = web + [p for site in DOC_SITES for p in docs[site]]
-    all_sigs = Signatures.concat([web_sigs, *(docs_sigs[s] for s in DOC_SITES)])
+    same = {site: all_pairs(docs[site], docs_sigs[site], site) for site in docs}
+    everything = web + [p for site in docs for p in docs[site]]
+    all_sigs = Signatures.concat([web_sigs, *(docs_sigs[s] for s in docs)])
     cross = all_pairs(everything, all_sigs, "cross-site", cross_only=True)
     report(f"negatives: all pairs computed ({time.perf_counter() - t:.1f}s)")
 
@@ -721,10 +819,10 @@ def run_public(args: argparse.Namespace, report: Report, sites: list[str]) -> in
     """Without the shared corpus: the negatives of the documentation sites that public
     sources provide (Debian's documentation packages, ``make corpus-debian``)."""
     docs_sample = 120 if args.quick else None
-    signer = Signer(args.min_features, args.extractor)
+    signer = Signer(args.min_features, args.extractor, args.context)
     report(f"documentation sites only (no web/ pages: positives and boilerplate skipped): {', '.join(sites)}")
     docs = {site: load_docs(site, docs_sample, args.seed) for site in sites}
-    docs_sigs = {site: signer.many(pages) for site, pages in docs.items()}
+    docs_sigs = {site: signer.site(pages) for site, pages in docs.items()}
     same = {site: all_pairs(docs[site], docs_sigs[site], site) for site in sites}
     everything = [p for site in sites for p in docs[site]]
     all_sigs = Signatures.concat([docs_sigs[s] for s in sites])
@@ -781,6 +879,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--show", type=int, default=3, help="missed positive pairs listed per kind (default 3)"
     )
+    parser.add_argument(
+        "--context",
+        choices=("stream", "twopass", "none"),
+        default="stream",
+        help="how each page's site template is learned (module docstring; default stream)",
+    )
+    parser.add_argument(
+        "--sites", nargs="+", choices=sorted(DOC_SITES), default=sorted(DOC_SITES),
+        help="documentation sites measured (default all)",
+    )
+    parser.add_argument("--no-web", action="store_true",
+                        help="documentation sites' negatives only (no web pages, no positives)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a bar fails")
     parser.add_argument(
         "--output",
@@ -789,14 +899,15 @@ def main(argv: list[str] | None = None) -> int:
         help=f"results file of a full run (default {RESULTS})",
     )
     args = parser.parse_args(argv)
-    if corpus_dir() is None:
-        sites = [site for site in DOC_SITES if site_dir(site) is not None]
+    if corpus_dir() is None or args.no_web:
+        sites = [site for site in args.sites if site_dir(site) is not None]
         if not sites:
             print(f"bench/quality.py needs the evaluation corpus: {ABSENT_REASON}; "
                   "make corpus-debian builds its documentation sites", file=sys.stderr)
             return 2
-        print(f"{ABSENT_REASON}: {WEB_SOURCE}; measuring what public sources provide "
-              "(results not written)", file=sys.stderr)
+        if corpus_dir() is None:
+            print(f"{ABSENT_REASON}: {WEB_SOURCE}; measuring what public sources provide "
+                  "(results not written)", file=sys.stderr)
         return run_public(args, Report(), sites)
     report = Report()
     status = run(args, report)

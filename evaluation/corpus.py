@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "corpus"
 ARCHIVES = ("web-dev.tar.xz", "docs-dev.tar.xz")
-#: Archives unpacked beside them when present (the four ``docs2/`` sites).
-OPTIONAL_ARCHIVES = ("docs-dev2.tar.xz",)
+#: Archives unpacked beside them when present (the ``docs2/`` and ``docs3/`` sites).
+OPTIONAL_ARCHIVES = ("docs-dev2.tar.xz", "docs-dev3.tar.xz")
 #: The same archives rebuilt from public sources by ``python -m evaluation.corpus build``.
 PUBLIC = ROOT / ".cache" / "public-corpus"
 

@@ -54,6 +54,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.httpobj import urlparse_cached
 from w3lib.url import canonicalize_url
 
 from scrapy_simhash import __version__
@@ -69,10 +70,10 @@ from scrapy_simhash.backends import (
 from scrapy_simhash.fingerprinting import (
     FINGERPRINT_VERSION,
     FingerprintResult,
-    Signature,
     plain_elements,
 )
-from scrapy_simhash.fingerprinting.signature import signature_details
+from scrapy_simhash.fingerprinting.signature import Analysis, analyse
+from scrapy_simhash.fingerprinting.template import SiteTemplate, SiteTemplates
 from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
@@ -178,6 +179,9 @@ class SimhashMiddleware:
         self._warned: set[str] = set()
         self._unpersisted = 0
         self._persist_error: str | None = None
+        #: Each host's template, learned from the pages this crawl keeps: what
+        #: a page's own text (the drop decision's evidence) leaves out.
+        self.templates = SiteTemplates()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
@@ -337,10 +341,13 @@ class SimhashMiddleware:
             self.stats.inc_value("simhash/skipped_count/disabled_meta")
             return
         start = time.thread_time()
+        template = self.templates[urlparse_cached(response).netloc]
         try:
-            sig, result = self.signature_response(response)
+            analysis = self.analyse_response(response, template)
+            sig, result = analysis.signature, analysis.details
             fp = result.fingerprint
             if sig is None:
+                template.learn(analysis.evidence.block_hashes)
                 self.stats.inc_value("simhash/skipped_count/too_few_features")
                 return
             try:
@@ -350,8 +357,15 @@ class SimhashMiddleware:
                 self._persistence_error(exc)
                 duplicate = None
             except BackendError as exc:
+                template.learn(analysis.evidence.block_hashes)
                 self._backend_error(exc)
                 return
+            if duplicate is None or _same_page(response.url, duplicate.url) or (
+                request is not None and request.dont_filter
+            ):
+                # A page kept as distinct teaches its site's template; a copy
+                # never does (its blocks would pass for template).
+                template.learn(analysis.evidence.block_hashes)
         finally:
             self._seconds += time.thread_time() - start
         self.stats.inc_value("simhash/response_count")
@@ -391,17 +405,16 @@ class SimhashMiddleware:
         if self.action == "drop_outlinks":
             self._flagged.add(response)
 
-    def signature_response(
-        self, response: HtmlResponse
-    ) -> tuple[Signature | None, FingerprintResult]:
-        """The page's signature (None when it gets no fingerprint) and the
-        fingerprint's details, from the spider's own tree (read-only); override
-        to sign differently."""
+    def analyse_response(self, response: HtmlResponse, template: SiteTemplate) -> Analysis:
+        """The page's signature (None when it gets no fingerprint), the
+        fingerprint's details and the page's evidence, from the spider's own
+        tree (read-only), its own text read against its host's ``template``;
+        override to sign differently."""
         root = response.selector.root
         # parsel parses each response with a parser of its own: read it with
         # plain lxml elements (none is kept), the spider then gets lxml.html's.
         with plain_elements(root):
-            return signature_details(root, min_features=self.min_features)
+            return analyse(root, template=template, min_features=self.min_features)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Spider | None = None

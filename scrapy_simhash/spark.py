@@ -93,10 +93,16 @@ def from_unsigned(values: Any) -> np.ndarray:
 def _signature_batches(
     batches: Iterator[pd.DataFrame], url_col: str, html_col: str, min_features: int
 ) -> Iterator[pd.DataFrame]:
+    from urllib.parse import urlsplit
+
     import pandas as pd
 
-    from scrapy_simhash.fingerprinting.signature import signature_details
+    from scrapy_simhash.fingerprinting.signature import analyse
+    from scrapy_simhash.fingerprinting.template import SiteTemplates
 
+    # A partition holds whole hosts in URL order (fingerprint_pages): each
+    # host's template is learned from its pages before, as a crawl learns it.
+    templates = SiteTemplates()
     for batch in batches:
         fps = np.zeros(len(batch), dtype=np.uint64)
         counts = np.zeros(len(batch), dtype=np.int32)
@@ -105,11 +111,16 @@ def _signature_batches(
         encodings = batch["encoding"] if "encoding" in batch else None
         for i, html in enumerate(batch[html_col]):
             encoding = None if encodings is None else encodings.iat[i]
-            signature, details = signature_details(
+            url = batch[url_col].iat[i]
+            template = templates[urlsplit(url).netloc if isinstance(url, str) else ""]
+            found = analyse(
                 html if html is not None else b"",
+                template=template,
                 min_features=min_features,
                 encoding=encoding if isinstance(encoding, str) and encoding else None,
             )
+            template.learn(found.evidence.block_hashes)
+            signature, details = found.signature, found.details
             counts[i] = details.feature_count
             if signature is not None:
                 fps[i] = signature.fingerprint
@@ -138,13 +149,21 @@ def fingerprint_pages(
     ``html`` may be a string or binary column (bytes are decoded as a crawl
     decodes them; an optional ``encoding`` column names a page's HTTP charset).
     ``fingerprint`` and ``sketch`` are null for a page with too few features,
-    exactly where the crawler would not fingerprint it.
+    exactly where the crawler would not fingerprint it. Pages are grouped by
+    host and read in URL order, each against its host's template learned from
+    the pages before it (:mod:`scrapy_simhash.fingerprinting.template`), as a
+    crawl reads them.
     """
+    from pyspark.sql import functions as sf
+
     from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 
     minimum = DEFAULT_MIN_FEATURES if min_features is None else int(min_features)
     columns = [url_col, html_col] + (["encoding"] if "encoding" in pages.columns else [])
     schema = "url string, fingerprint bigint, sketch binary, feature_count int"
+    host = sf.regexp_extract(sf.col(url_col), r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", 1)
+    pages = pages.withColumn("_host", host)
+    pages = pages.repartition("_host").sortWithinPartitions("_host", url_col)
     return pages.select(*columns).mapInPandas(
         lambda batches: _signature_batches(batches, url_col, html_col, minimum), schema
     )

@@ -63,11 +63,12 @@ def article_html(
     links: tuple[str, ...] = (),
     chrome: str = "",
     title: str | None = None,
+    labels: tuple[str, ...] | None = None,
 ) -> str:
     """An HTML article whose text is drawn from ``seed``: equal seeds, equal text.
 
     ``chrome`` is extra navigation text outside the article; ``links`` become
-    anchors in the navigation.
+    anchors in the navigation, their text ``labels`` (default: the links).
     """
     rng = random.Random(seed)
 
@@ -78,7 +79,8 @@ def article_html(
     paragraphs = []
     for _ in range(max(1, words // 80)):
         paragraphs.append("<p>" + " ".join(sentence() for _ in range(5)) + "</p>")
-    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    labels = links if labels is None else labels
+    anchors = "".join(f'<a href="{href}">{label}</a> ' for href, label in zip(links, labels))
     return (
         f"<!DOCTYPE html><html><head><title>{title or f'Article {seed}'}</title></head>"
         f"<body><nav>{anchors}{chrome}</nav><article><h1>Article {seed}</h1>"

@@ -9,7 +9,7 @@ import pytest
 
 from scrapy_simhash import features, fingerprint, is_duplicate, signature
 from scrapy_simhash.fingerprinting import fingerprint_details
-from scrapy_simhash.fingerprinting.signature import agreement
+from scrapy_simhash.fingerprinting.signature import confirmation
 from tests.fixtures_http import article_html
 from tests.test_cli import make_state, run, table
 
@@ -41,7 +41,8 @@ def test_a_pair_that_matches(pages):
                                  "reason": f"{distance} bits apart, within k=6"}
     # the second signature, as the crawl's is_duplicate compares it
     sa, sb = signature(a), signature(b)
-    matches, filled = agreement(sa.sketch, sb.sketch)
+    found = confirmation(sa.sketch, sb.sketch)
+    matches, filled = found.matches, found.filled
     sketch_check = data["checks"][1]
     assert sketch_check["name"] == "sketch" and sketch_check["match"] is True
     assert f"{matches} of {filled} filled bins agree" in sketch_check["reason"]

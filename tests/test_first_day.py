@@ -20,6 +20,7 @@ import pytest
 import scrapy
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from tests.fixtures_http import article_html, crawl
 from tests.test_cli import run
 
@@ -244,7 +245,7 @@ async def test_the_command_line_decides_as_the_crawl_did(site, crawled):
     assert len(drops) == crawler.stats.get_value("simhash/duplicate_count") == 2
     # the drop log records what reproduces the decision
     for d in drops:
-        assert d["k"] == 4 and len(bytes.fromhex(d["sketch"])) == 64
+        assert d["k"] == 4 and len(bytes.fromhex(d["sketch"])) == SKETCH_BINS
 
     # find-all and clusters take the JOBDIR, at the crawl's k, confirmed by sketches
     for command in ("find-all", "clusters"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import random
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,16 @@ import scrapy_simhash
 # The modules; ``signature`` is also the name of a re-exported function.
 SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
 FP = importlib.import_module("scrapy_simhash.fingerprinting.hashing")
+T = importlib.import_module("scrapy_simhash.fingerprinting.template")
+
+
+def crawled(page: str, siblings: list[str]) -> SG.Signature | None:
+    """``page``'s signature as a crawl computes it after keeping ``siblings``
+    (other pages of its site): against the template learned from them."""
+    template = T.SiteTemplate()
+    for sibling in siblings:
+        template.learn(SG.analyse(sibling).evidence.block_hashes)
+    return SG.signature(page, template=template)
 
 LICENSE = (
     "This file is part of the GNU ISO C++ Library. This library is free software; "
@@ -92,12 +103,27 @@ ARTICLE = (
 )
 
 
-def news_page(template: str, published: str) -> str:
+def _shuffled(article: str, seed: int) -> str:
+    """Another article: each paragraph's words in another order."""
+    rng = random.Random(seed)
+
+    def shuffle(match: re.Match) -> str:
+        words = match.group(2).split()
+        rng.shuffle(words)
+        return f"{match.group(1)}{' '.join(words)}{match.group(3)}"
+
+    return re.sub(r"(<(?:p|h1)>)(.*?)(</(?:p|h1)>)", shuffle, article)
+
+
+OTHER_ARTICLES = [_shuffled(ARTICLE, seed) for seed in (1, 2, 3)]
+
+
+def news_page(template: str, published: str, article: str = ARTICLE) -> str:
     return (
         "<html><head><title>Night trains are back</title></head><body>"
         f"<nav><a href='/'>Home</a> <a href='/t'>{template}</a></nav>"
         f"<div class='ad-banner'><p>The best {template} deals are here, and they are cheap.</p></div>"
-        f"<main><article>{ARTICLE}<p class='byline'>Published {published}.</p></article></main>"
+        f"<main><article>{article}<p class='byline'>Published {published}.</p></article></main>"
         f"<footer><p>The copyright of {template} is held by the publisher.</p></footer>"
         "</body></html>"
     )
@@ -112,21 +138,36 @@ def test_public_api():
     assert scrapy_simhash.signature("<p>too short</p>") is None
 
 
+GOLDEN = (
+    "a9ff007aa257a191512159cdc4476aa52b1cf141d77db5003400db9e00f06f00"
+    "0040f5ee63760700beff63b85af2a01cb3e879714b3cb3e879714b3c6e006e00"
+    "a9ff007aa257a191512159cdc4476aa52b1cf141d77db5003400db9e00f06f00"
+)
+
+
 def test_golden_sketch():
     """These change only with FINGERPRINT_VERSION."""
-    assert FP.FINGERPRINT_VERSION == 6
+    assert FP.FINGERPRINT_VERSION == 7
     sig = SG.signature(f"<html><body>{ARTICLE}</body></html>")
     assert sig.fingerprint == 102081244392725615
-    assert sig.sketch.hex() == (
-        "a9ff007aa257a191512159cdc4476aa52b1cf141d77db5003400db9e00f06f00"
-        "0040f5ee63760700beff63b85af2a01ce29100b40f4a7e9c007245b48b00bdd1"
-    )
+    assert sig.sketch.hex() == GOLDEN
 
 
 def test_a_copy_in_another_template_still_matches():
-    a = SG.signature(news_page("Rail News", "3 March 2024, 10:42"))
-    b = SG.signature(news_page("Daily Courier", "4 March 2024, 08:15"))
+    """Each site's template is learned from its own pages: what is left of
+    each page is the article."""
+    def site(name: str, published: str) -> SG.Signature | None:
+        siblings = [news_page(name, "1 March 2024", other) for other in OTHER_ARTICLES]
+        return crawled(news_page(name, published), siblings)
+
+    a, b = site("Rail News", "3 March 2024, 10:42"), site("Daily Courier", "4 March 2024, 08:15")
     assert SG.is_duplicate(a, b)
+    assert SG.confirmation(a.sketch, b.sketch).confirms
+    # Without a learned template each page's own text is all of it: only an
+    # exact copy is dropped.
+    alone = SG.signature(news_page("Rail News", "3 March 2024, 10:42"))
+    assert not SG.is_duplicate(alone, SG.signature(news_page("Daily Courier", "4 March")))
+    assert SG.is_duplicate(alone, SG.signature(news_page("Rail News", "3 March 2024, 10:42")))
 
 
 def test_doxygen_source_pages_stay_apart():
@@ -149,15 +190,16 @@ def test_doxygen_source_pages_stay_apart():
 
 def test_table_pages_stay_apart():
     """Pages sharing an introduction, differing in their tables."""
-    a = SG.signature(table_page("AVX-512 instructions", rows(1)))
-    b = SG.signature(table_page("AVX-512 instructions", rows(2)))
+    siblings = [table_page("AVX-512 instructions", rows(seed)) for seed in (7, 8, 9)]
+    a = crawled(table_page("AVX-512 instructions", rows(1)), siblings)
+    b = crawled(table_page("AVX-512 instructions", rows(2)), siblings)
     assert a is not None and b is not None
     assert not SG.is_duplicate(a, b, k=64)
     assert FP.hamming(a.fingerprint, b.fingerprint) > SG.DEFAULT_MAX_DISTANCE
     # The same table with one cycle count changed is the same page.
     changed = rows(1)
     changed[5] = changed[5][:3] + ("99",)
-    assert SG.is_duplicate(a, SG.signature(table_page("AVX-512 instructions", changed)))
+    assert SG.is_duplicate(a, crawled(table_page("AVX-512 instructions", changed), siblings))
 
 
 def release_note(version: str, items: list[str]) -> str:
@@ -196,14 +238,18 @@ def test_release_notes_stay_apart():
     ]))
     assert a is not None and b is not None
     assert not SG.is_duplicate(a, b)
-    # A copy with the date line changed is still the same release note.
-    copy = release_note("3.2.0", [
+    # A mirror's exact copy is dropped; a copy with a date line added is not:
+    # a note has too few words of its own to tell a date line from a change.
+    items = [
         "Added support for ALTER TABLE ADD COLUMN.",
         'Added support for the "T" separator in ISO-8601 date/time strings.',
         "Improved support for Cygwin.",
         "Numerous bug fixes and documentation updates.",
-    ]).replace("Small. Fast. Reliable.", "Small. Fast. Reliable. Updated 2024-05-01.")
-    assert SG.is_duplicate(a, SG.signature(copy))
+    ]
+    assert SG.is_duplicate(a, SG.signature(release_note("3.2.0", items)))
+    dated = release_note("3.2.0", items).replace(
+        "Small. Fast. Reliable.", "Small. Fast. Reliable. Updated 2024-05-01.")
+    assert not SG.is_duplicate(a, SG.signature(dated))
 
 
 def api_page(name: str, summary: str) -> str:
@@ -262,10 +308,28 @@ def test_numbers_that_are_content_count():
 
 
 def brute_force(a: SG.Signature, b: SG.Signature, k: int) -> bool:
+    """The drop decision from its documented byte layout, bit by bit."""
     distance = sum((a.fingerprint >> i & 1) != (b.fingerprint >> i & 1) for i in range(64))
-    matches = sum(x == y != 0 for x, y in zip(a.sketch, b.sketch))
-    filled = sum(x != 0 or y != 0 for x, y in zip(a.sketch, b.sketch))
-    return distance <= k and filled > 0 and 64 * matches >= SG.CONFIRM * filled
+
+    def fields(sketch: bytes):
+        page_field = int.from_bytes(sketch[60:62], "little")
+        meta = int.from_bytes(sketch[62:64], "little")
+        return (sketch[:48], int.from_bytes(sketch[48:54], "little"),
+                int.from_bytes(sketch[54:60], "little"), page_field & 0x3FFF,
+                bool(page_field & 0x4000), meta & 0x3FFF, meta >> 14, sketch[64:96])
+
+    def agree(x: bytes, y: bytes, share: int) -> bool:
+        matches = sum(p == q != 0 for p, q in zip(x, y))
+        filled = sum(p != 0 or q != 0 for p, q in zip(x, y))
+        return filled > 0 and 64 * matches >= share * filled
+
+    own_a, oh_a, ph_a, pw_a, tr_a, ow_a, flags_a, main_a = fields(a.sketch)
+    own_b, oh_b, ph_b, pw_b, tr_b, ow_b, flags_b, main_b = fields(b.sketch)
+    exact = (ow_a and ow_a == ow_b and oh_a == oh_b) or (pw_a and pw_a == pw_b and ph_a == ph_b)
+    both = flags_a == flags_b == 3
+    own = agree(own_a, own_b, SG.CONFIRM)
+    main = tr_a and tr_b and agree(own_a, own_b, SG.GUARD) and agree(main_a, main_b, SG.CONFIRM)
+    return distance <= k and bool(exact or (both and (own or main)))
 
 
 @st.composite
@@ -308,8 +372,10 @@ def test_resemblance_estimates_jaccard():
 
 
 def test_sketches_of_different_lengths_refused():
+    with pytest.raises(ValueError, match="sketches have 96 bytes"):
+        SG.confirmation(b"\x01" * 96, b"\x01" * 32)
     with pytest.raises(ValueError, match="cannot be compared"):
-        SG.agreement(b"\x01" * 64, b"\x01" * 32)
+        SG.resemblance(b"\x01" * 64, b"\x01" * 32)
 
 
 def test_empty_sketches_never_confirm():

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation.corpus import ABSENT_REASON, corpus_dir, site_pages, web_pages
-from scrapy_simhash.fingerprinting.extract import MainText, parse_html
+from scrapy_simhash.fingerprinting.extract import parse_html
 
 F = importlib.import_module("scrapy_simhash.fingerprinting.features")
 SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
@@ -123,7 +123,7 @@ def test_sketch_matches(tokens, n, seed):
 # ---------------------------------------------------------------- the sketch's words
 
 def _reference_words(texts: list[str]) -> list[bytes]:
-    """The sketch's words as :func:`SG.sketch_tokens` reads them (the reference)."""
+    """The sketch's words: ``\\w+`` of the NFKC, lower-cased text (the reference)."""
     text = unicodedata.normalize("NFKC", "\n".join(texts)).lower()
     return [w.encode("utf-8", "surrogatepass") for w in re.findall(r"\w+", text)]
 
@@ -154,24 +154,22 @@ def test_tokenize_many_matches(texts):
 
 @needs_compiled
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=_LATIN1 + _ANY, max_size=30), _TEXTS, _TEXTS, _TEXTS)
-def test_sketch_of_main_text_matches(title, headings, blocks, code):
-    main = MainText(title, headings, blocks, code)
-    compiled = SG.sketch(main)
+@given(_TEXTS)
+def test_shingle_sketch_matches(texts):
+    compiled = SG.shingle_sketch(texts)
     with python_loops():
-        assert compiled == SG.sketch(main)
+        assert compiled == SG.shingle_sketch(texts)
 
 
 @needs_compiled
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["a", "b9", "é", "Ab", "x_y", "ÿ", "2", "the"]),
                          max_size=300).map(" ".join), max_size=4))
-def test_sketch_of_many_repeated_words_matches(blocks):
+def test_shingle_sketch_of_many_repeated_words_matches(blocks):
     """Long texts of a few words: the compiled sketch's table of words seen."""
-    main = MainText("", [], blocks, [])
-    compiled = SG.sketch(main)
+    compiled = SG.shingle_sketch(blocks)
     with python_loops():
-        assert compiled == SG.sketch(main)
+        assert compiled == SG.shingle_sketch(blocks)
 
 
 def test_separators_are_separators_everywhere():
@@ -203,16 +201,17 @@ def _pages() -> list:
 def test_corpus_signatures_match():
     """Fingerprint, feature count, reason and sketch of every corpus web page and
     of pages of each documentation site: compiled loops and Python alike, and
-    the sketch's words equal to :func:`SG.sketch_tokens` (the reference)."""
+    the sketch's words of every block equal to the reference's."""
     pages = _pages()
     assert len(pages) > 400
     for path in pages:
         root = parse_html(path.read_bytes())
-        compiled = SG.signature_details(root)
+        compiled = SG.analyse(root)
         with python_loops():
-            assert SG.signature_details(root) == compiled, path
-        main, _ = F._main_text(root, None)
-        parts = (" ".join(F.title_words(main.title)), *main.headings, *main.blocks, *main.code)
-        assert F.sketch_words(parts) == [
-            w.encode("utf-8", "surrogatepass") for w in SG.sketch_tokens(main)
-        ], path
+            found = SG.analyse(root)
+        assert found.signature == compiled.signature, path
+        assert found.details == compiled.details, path
+        assert found.evidence.sketch == compiled.evidence.sketch, path
+        page, _ = F.read_page(root)
+        texts = [text for text, _ in page.blocks]
+        assert F.sketch_words(texts) == _reference_words(texts), path

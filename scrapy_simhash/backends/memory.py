@@ -1,8 +1,14 @@
 """The in-process backend: a :class:`~scrapy_simhash.index.SimhashIndex` plus URLs and sketches.
 
 A candidate within k bits is a duplicate only when the sketches confirm it
-(:func:`scrapy_simhash.fingerprinting.signature.confirms`, the drop decision of
-:func:`~scrapy_simhash.is_duplicate`). With a persist path
+(:func:`scrapy_simhash.fingerprinting.signature.confirms_many`, the drop decision of
+:func:`~scrapy_simhash.is_duplicate`). A probe costs the same however many
+stored pages share a fingerprint: at most :data:`FP_CAP` pages of one
+fingerprint enter the tables, at most :data:`MAX_CANDIDATES` candidates are
+confirmed, and exact copies of a page's own text are found through an index of
+their own (so a copy is found even among thousands of pages that share its
+fingerprint; a near copy there may be missed, never a distinct page dropped).
+With a persist path
 (``JOBDIR/simhash.seen`` by default) every added page is appended to the state
 file (:mod:`scrapy_simhash.backends.state`), so a paused or crashed crawl
 resumes with its index.
@@ -19,7 +25,12 @@ import numpy as np
 
 from scrapy_simhash.backends import BackendError, Duplicate, PersistenceError
 from scrapy_simhash.backends.state import StateError, check_state, state_header
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms
+from scrapy_simhash.fingerprinting.signature import (
+    SKETCH_BINS,
+    Signature,
+    confirms_many,
+    exact_keys,
+)
 from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex, TableLayout
 from scrapy_simhash.index.tables import ADD_MODES
 
@@ -28,6 +39,12 @@ if TYPE_CHECKING:
     from scrapy_simhash.settings import SimhashSettings
 
 logger = logging.getLogger(__name__)
+
+#: Stored pages of one fingerprint that enter the tables at most (the others
+#: are stored, and found as exact copies only).
+FP_CAP = 64
+#: Candidates a probe confirms at most, nearest first.
+MAX_CANDIDATES = 256
 
 
 class MemoryBackend:
@@ -52,8 +69,10 @@ class MemoryBackend:
         self.persist_path = persist_path
         self.reset = reset
         self._index = self._new_index()
+        self._exact = self._new_exact()
         self._urls = bytearray()
         self._offsets = np.zeros(1024, dtype=np.uint64)
+        self._fps = np.zeros(1024, dtype=np.uint64)
         self._sketches = np.zeros((1024, SKETCH_BINS), dtype=np.uint8)
         self._count = 0
         self._log: Any = None
@@ -70,6 +89,10 @@ class MemoryBackend:
 
     def _new_index(self) -> SimhashIndex:
         return SimhashIndex(k=self.k, layout=self.layout, expected_size=self.expected_size)
+
+    def _new_exact(self) -> SimhashIndex:
+        # Own texts by their exact key (signature.exact_keys): one table, k = 0.
+        return SimhashIndex(k=0, layout="64", expected_size=self.expected_size)
 
     def __len__(self) -> int:
         return self._count
@@ -119,13 +142,21 @@ class MemoryBackend:
         # RecordLog.open, which logged it.
         fingerprints = state.fingerprints
         count = len(fingerprints)
+        rows = np.arange(count, dtype=np.uint64)
         self._index = self._new_index()
-        self._index.add_many(fingerprints, np.arange(count, dtype=np.uint64))
+        first = _first_of_each(fingerprints, FP_CAP)
+        self._index.add_many(fingerprints[first], rows[first])
+        self._exact = self._new_exact()
+        exact = exact_keys(state.sketches)
+        some = exact != 0
+        self._exact.add_many(exact[some], np.broadcast_to(rows[:, None], exact.shape)[some])
         url_bytes = state.url_bytes
         lengths = np.fromiter(map(len, url_bytes), dtype=np.uint64, count=count)
         self._offsets = np.zeros(max(1024, 2 * count + 1), dtype=np.uint64)
         np.cumsum(lengths, out=self._offsets[1 : count + 1])
         self._urls = bytearray(b"".join(url_bytes))
+        self._fps = np.zeros(max(1024, 2 * count + 1), dtype=np.uint64)
+        self._fps[:count] = fingerprints
         self._sketches = np.zeros((max(1024, 2 * count + 1), SKETCH_BINS), dtype=np.uint8)
         self._sketches[:count] = state.sketches
         self._count = count
@@ -153,37 +184,62 @@ class MemoryBackend:
             )
         if add not in ADD_MODES:
             raise ValueError(f"add must be one of {ADD_MODES}, got {add!r}")
-        candidates = self._index.query(fingerprint)
-        sketches = self._sketches
-        confirmed = [m for m in candidates if confirms(sketches[m.key].tobytes(), signature.sketch)]
-        if add == "always" or (add == "if_new" and not confirmed):
-            row = self._count
-            self._index.add(fingerprint, row)
+        keys, distances, same = self._index.query_keys(fingerprint, MAX_CANDIDATES)
+        row = np.frombuffer(signature.sketch, dtype=np.uint8)
+        found = None
+        if len(keys):
+            rows = keys.astype(np.intp)
+            ok = confirms_many(self._sketches[rows], np.broadcast_to(row, (len(rows), SKETCH_BINS)))
+            if ok.any():
+                best = int(ok.argmax())
+                found = (int(rows[best]), int(distances[best]))
+        exact = [int(key) for key in exact_keys(row)[0] if key]
+        for key in exact if found is None else ():
+            # An exact copy, wherever it is stored.
+            rows, _, _ = self._exact.query_keys(key, MAX_CANDIDATES)
+            if len(rows):
+                rows = rows.astype(np.intp)
+                near = np.bitwise_count(self._fps[rows] ^ np.uint64(fingerprint))
+                within = np.flatnonzero(near <= self.k)
+                if len(within):
+                    best = int(within[near[within].argmin()])
+                    found = (int(rows[best]), int(near[best]))
+                    break
+        if add == "always" or (add == "if_new" and found is None):
+            row_id = self._count
+            if same < FP_CAP:
+                self._index.add(fingerprint, row_id)
+            for key in exact:
+                self._exact.add(key, row_id)
             data = url.encode("utf-8")
-            self._store(data, signature.sketch)
+            self._store(fingerprint, data, signature.sketch)
             if self._log is not None:
                 try:
-                    self._log.append(fingerprint, row, signature.sketch + data)
+                    self._log.append(fingerprint, row_id, signature.sketch + data)
                 except OSError as exc:
                     raise PersistenceError(
                         f"Cannot append to the simhash state file {self.persist_path}: {exc}"
                     ) from exc
-        if not confirmed:
+        if found is None:
             return None
-        best = confirmed[0]  # sorted by (distance, key)
-        return Duplicate(self.url(best.key), best.fingerprint, best.distance)
+        key, distance = found
+        return Duplicate(self.url(key), int(self._fps[key]), distance)
 
-    def _store(self, data: bytes, sketch: bytes) -> None:
+    def _store(self, fingerprint: int, data: bytes, sketch: bytes) -> None:
         count = self._count
         if count + 2 > len(self._offsets):
             grown = np.zeros(2 * len(self._offsets), dtype=np.uint64)
             grown[: count + 1] = self._offsets[: count + 1]
             self._offsets = grown
+            fps = np.zeros(len(grown), dtype=np.uint64)
+            fps[:count] = self._fps[:count]
+            self._fps = fps
         if count + 1 > len(self._sketches):
             sketches = np.zeros((2 * len(self._sketches), SKETCH_BINS), dtype=np.uint8)
             sketches[:count] = self._sketches[:count]
             self._sketches = sketches
         self._sketches[count] = np.frombuffer(sketch, dtype=np.uint8)
+        self._fps[count] = fingerprint
         self._urls += data
         self._count = count + 1
         self._offsets[self._count] = len(self._urls)
@@ -202,3 +258,12 @@ class MemoryBackend:
         """No counters of its own: the middleware's stats say it all."""
         return {}
 
+
+
+def _first_of_each(values: np.ndarray, cap: int) -> np.ndarray:
+    """Positions of the first ``cap`` occurrences of each value, in order."""
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    rank = np.arange(len(values)) - np.repeat(starts, np.diff(np.r_[starts, len(values)]))
+    return np.sort(order[rank < cap])

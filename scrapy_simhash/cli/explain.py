@@ -103,8 +103,9 @@ def checks(a: Side, b: Side, k: int) -> list[Check]:
 
 
 def sketch_check(a: Side, b: Side) -> Check:
-    """The confirmation: how many sketch bins agree, against the crawler's bar."""
-    from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS, agreement
+    """The confirmation: whether the pages' own texts agree (exactly, or by
+    the sketch's bins), and why (:func:`~scrapy_simhash.fingerprinting.signature.confirmation`)."""
+    from scrapy_simhash.fingerprinting.signature import CONFIRM, confirmation
 
     sa, sb = a.sketch, b.sketch
     if sa is None or sb is None:
@@ -112,14 +113,17 @@ def sketch_check(a: Side, b: Side) -> Check:
         return Check("sketch", None if sa is None else "present",
                      None if sb is None else "present", None, CONFIRM, None,
                      f"{missing.label} has no sketch (no fingerprint): nothing to confirm")
-    matches, filled = agreement(sa, sb)
-    need = f"confirms at {CONFIRM} of every {SKETCH_BINS} filled bins"
-    share = matches / filled if filled else 0.0
-    text = (f"{matches} of {filled} filled bins agree (estimated resemblance {share:.2f}); "
-            f"{need}")
-    ok = filled > 0 and matches * SKETCH_BINS >= CONFIRM * filled
-    return Check("sketch", f"{filled} bins", f"{filled} bins", filled - matches, CONFIRM, ok,
-                 text)
+    found = confirmation(sa, sb)
+    share = found.matches / found.filled if found.filled else 0.0
+    words = f"{found.words[0]} and {found.words[1]} own words"
+    if found.reason.startswith("exact"):
+        text = f"{found.reason} ({words}): an exact copy"
+    else:
+        text = (f"{found.reason}: {found.matches} of {found.filled} filled bins of the own "
+                f"texts agree (estimated resemblance {share:.2f}; {words}; the own text "
+                f"confirms at {CONFIRM} of every 64)")
+    return Check("sketch", f"{found.filled} bins", f"{found.filled} bins",
+                 found.filled - found.matches, CONFIRM, found.confirms, text)
 
 
 def simhash_check(a: Side, b: Side, k: int) -> Check:

@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import Problems
@@ -139,18 +139,29 @@ class Fingerprinted(NamedTuple):
     sketch: bytes | None = None  #: the sketch confirming a match (None without a fingerprint)
 
 
-def fingerprint_page(page: Page, min_features: int, seed: int = 0) -> Fingerprinted:
-    """Fingerprint and sketch one page, with both counts (the tree is parsed once)."""
-    from scrapy_simhash.fingerprinting import analyse_page, parse_html
-    from scrapy_simhash.fingerprinting.signature import signature_details
+def fingerprint_page(page: Page, min_features: int, seed: int = 0,
+                     templates: Any = None) -> Fingerprinted:
+    """Fingerprint and sketch one page, with both counts (the tree is parsed
+    once). ``templates``: a ``SiteTemplates`` the page is read against and
+    learned into, keyed by its URL's host (one key for files), as a crawl
+    learns each site's template from its pages."""
+    from urllib.parse import urlsplit
 
+    from scrapy_simhash.fingerprinting import analyse_page, parse_html
+    from scrapy_simhash.fingerprinting.signature import analyse
+
+    template = None
+    if templates is not None:
+        template = templates[urlsplit(page.source).netloc if "://" in page.source else ""]
     root = parse_html(page.html, page.encoding)
+    found = analyse(page.html if root is None else root, template=template,
+                    min_features=min_features, seed=seed, encoding=page.encoding)
+    if template is not None:
+        template.learn(found.evidence.block_hashes)
+    sig, result = found.signature, found.details
     if root is None:
-        sig, result = signature_details(page.html, min_features=min_features, seed=seed,
-                                        encoding=page.encoding)
         return Fingerprinted(result.fingerprint, result.feature_count, 0, result.reason,
                              None if sig is None else sig.sketch)
-    sig, result = signature_details(root, min_features=min_features, seed=seed)
     analysed = analyse_page(root)
     # every feature: the weighted words, and the content features (tables, code)
     # that feature_count counts beside the distinct spots
@@ -162,7 +173,10 @@ def fingerprint_page(page: Page, min_features: int, seed: int = 0) -> Fingerprin
 def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
     from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 
+    from scrapy_simhash.fingerprinting.template import SiteTemplates
+
     min_features = DEFAULT_MIN_FEATURES if args.min_features is None else args.min_features
+    templates = SiteTemplates()
     pages = 0
     with open_output(args.output) as out:
         rows = Rows(out, FINGERPRINT_COLUMNS, as_json=args.json,
@@ -171,7 +185,7 @@ def cmd_fingerprint(args: argparse.Namespace, problems: Problems, progress: Prog
             pages += 1
             progress("fingerprinting", pages)
             try:
-                done = fingerprint_page(page, min_features, args.seed)
+                done = fingerprint_page(page, min_features, args.seed, templates)
             except Exception as exc:  # noqa: BLE001 (a library bug must not end the batch)
                 problems.add(page.source, None, f"cannot fingerprint: {exc!r}")
                 continue
@@ -207,7 +221,9 @@ def add_commands(commands: Commands) -> None:
                 "count compared with --min-features; title and heading words not counted), "
                 "features (every weighted feature, as scrapy_simhash.features() returns), "
                 "note (why there is no fingerprint), sketch (the second signature that "
-                "confirms a match, 128 hex digits). This output is a fingerprint list: "
+                "confirms a match, 128 hex digits: the page's own text, read against its "
+                "site's template as learned from the pages before it, as a crawl does). "
+                "This output is a fingerprint list: "
                 "pipe it into find-all, clusters or query, which confirm each pair with the "
                 "sketches as a crawl does. --json: one object a page with "
                 "the same names; --simhash-cpp: decimal fingerprints alone, one a line "

@@ -518,7 +518,7 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
 
 
 def _argument_queries(values: list[str], notation: str) -> FingerprintList:
-    """FP arguments, each ``FP`` or ``FP:SKETCH`` (128 hex digits, as the drop log
+    """FP arguments, each ``FP`` or ``FP:SKETCH`` (2 x SKETCH_BINS hex digits, as the drop log
     and ``fingerprint`` write a sketch)."""
     fps, sketches = [], []
     try:
@@ -689,7 +689,8 @@ def add_commands(commands: Commands) -> None:
 
     p = commands.add(
         "query", cmd_query, "fingerprints near the given ones in a crawl's state or a saved index",
-        formats=f"input: FP arguments (FP, or FP:SKETCH with the sketch's 128 hex digits, "
+        formats=f"input: FP arguments (FP, or FP:SKETCH with the sketch's {2 * SKETCH_BINS} "
+                f"hex digits, "
                 f"as the drop log's fingerprint and sketch fields hold them), or else a "
                 f"fingerprint list (-i, default stdin; the drop log is one). "
                 f"{FINGERPRINT_FORMAT_HELP}\n\nA match is what a crawl drops: within K bits "

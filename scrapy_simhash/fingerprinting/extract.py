@@ -884,6 +884,26 @@ def _words(texts: list[str]) -> list[float]:
     return [float(len(text.split())) for text in texts]
 
 
+class PageText(NamedTuple):
+    """A page's main text, and every visible text block it holds."""
+
+    main: MainText
+    #: Every visible text block of the page in document order, whatever the
+    #: rules above decided (template, link lists and hidden parts included;
+    #: within the walk's budgets), as ``(text, link characters)``; the title
+    #: first. What the drop decision reads beside the main text, so that a
+    #: wrong main text cannot hide what a page holds
+    #: (:mod:`scrapy_simhash.fingerprinting.template`).
+    blocks: list[tuple[str, int]]
+    #: Whether ``blocks`` hold the whole page: False when a budget of the walk
+    #: (:data:`MAX_ELEMENTS`, :data:`MAX_TEXT_CHARS`, :data:`MAX_READ_CHARS`,
+    #: :data:`MAX_ITEMS`) cut it, or when the blocks were not asked for.
+    complete: bool = False
+
+
+_EMPTY = MainText("", [], [], [])
+
+
 def extract(
     page: str | bytes | etree._Element,
     *,
@@ -902,12 +922,32 @@ def extract(
     """
     if weigh_blocks is None:
         weigh_blocks = _words if weigh is None else (lambda texts: list(map(weigh, texts)))
+    return _extract(page, encoding, weigh_blocks, False).main
+
+
+def extract_page(
+    page: str | bytes | etree._Element,
+    *,
+    encoding: str | None = None,
+    weigh_blocks: Callable[[list[str]], Sequence[float]] | None = None,
+) -> PageText:
+    """:func:`extract`, and every visible block of the page, from the same walk."""
+    return _extract(page, encoding, weigh_blocks or _words, True)
+
+
+def _extract(
+    page: str | bytes | etree._Element,
+    encoding: str | None,
+    weigh_blocks: Callable[[list[str]], Sequence[float]],
+    whole: bool,
+) -> PageText:
+    """The main text, and with ``whole`` every visible block (else none)."""
     root = _root_element(page, encoding)
     if root is None:
-        return MainText("", [], [], [])
+        return PageText(_EMPTY, [])
     tag = root.tag
     if type(tag) is not str:  # a comment given as the root
-        return MainText("", [], [], [])
+        return PageText(_EMPTY, [])
     title, body = _head_and_body(root)
     start = body if body is not None else root
     walker = _Walker()
@@ -927,6 +967,7 @@ def extract(
     # how much text the template's menus, headers and footers hold.
     own = total - landmarks
     limit = GUARD_SHARE * total
+    everything = None
     blocks, block_spans = walker.expand(items, spans, limit, GUARD_SHARE * own)
     keep, kept = _select(blocks)
     enough = max(MIN_KEPT_SHARE * total, MIN_KEPT_CHARS)
@@ -969,7 +1010,10 @@ def extract(
                 outside = sum(len(b[0]) for b in blocks)
                 if outside < MIN_KEPT_CHARS:
                     if total > 2 * outside:
-                        return MainText(title, [], [], [])
+                        return PageText(
+                            MainText(title, [], [], []), _whole(title, everything),
+                            _complete(walker),
+                        )
                     blocks = everything
                 keep = [True] * len(blocks)
     if block_spans:
@@ -978,4 +1022,26 @@ def extract(
     headings = [b[0] for b, k in zip(blocks, keep) if k and 0 < b[1] < _CODE]
     texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]
     code = [b[0] for b, k in zip(blocks, keep) if k and b[1] == _CODE]
-    return MainText(title, headings, texts, code)
+    main = MainText(title, headings, texts, code)
+    if not whole:
+        return PageText(main, [])
+    if everything is None:
+        everything, _ = walker.expand(items, spans, -1, -1)
+    return PageText(main, _whole(title, everything), _complete(walker))
+
+
+def _complete(walker: _Walker) -> bool:
+    """Whether no budget cut the walks of a page."""
+    return (
+        walker.elements <= MAX_ELEMENTS
+        and walker.chars <= MAX_TEXT_CHARS
+        and walker.read < MAX_READ_CHARS
+        and walker.items < MAX_ITEMS
+    )
+
+
+def _whole(title: str, blocks: list | None) -> list[tuple[str, int]]:
+    """The page's visible blocks as :attr:`PageText.blocks` holds them."""
+    out = [(title, 0)] if title else []
+    out.extend((text, link) for text, _, link in blocks or ())
+    return out

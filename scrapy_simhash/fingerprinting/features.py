@@ -22,7 +22,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting.extract import MainText, extract
+from scrapy_simhash.fingerprinting.extract import MainText, PageText, extract, extract_page
 
 try:  # the compiled token loops, when the package was built with them
     from scrapy_simhash.fingerprinting import _tokens
@@ -378,13 +378,29 @@ def _main_text(
 ) -> tuple[MainText, dict[str, list[str]]]:
     """The main text of :func:`analyse_page`, and its blocks' tokens."""
     tokens: dict[str, list[str]] = {}
+    return extract(page, encoding=encoding, weigh_blocks=_weigher(tokens)), tokens
+
+
+def read_page(
+    page: str | bytes | etree._Element, encoding: str | None = None
+) -> tuple[PageText, dict[str, list[str]]]:
+    """:func:`_main_text`, with every visible block of the page (one walk):
+    what a signature is computed from."""
+    tokens: dict[str, list[str]] = {}
+    return extract_page(page, encoding=encoding, weigh_blocks=_weigher(tokens)), tokens
+
+
+def _weigher(tokens: dict[str, list[str]]):
+    """Block weights for locating the main-content region, by spots (and
+    tokens on a page that is not mostly prose), each block tokenized once into
+    ``tokens``."""
 
     def weigh_blocks(texts: list[str]) -> list[float]:
         new = [text for text in texts if text not in tokens]
         tokens.update(zip(new, tokenize_many(new)))
         return _region_weights([tokens[text] for text in texts])
 
-    return extract(page, encoding=encoding, weigh_blocks=weigh_blocks), tokens
+    return weigh_blocks
 
 
 def main_text_features(

@@ -44,7 +44,10 @@ logger = logging.getLogger(__name__)
 #: paragraph is never the region: it left out a release note's own items);
 #: the last fallback (every rule off) leaves link lists out, then reads only
 #: the text outside landmarks, and a page with too little of it gets none.
-FINGERPRINT_VERSION = 6
+#: 7: the sketch is the evidence of the page's own text (every visible block
+#: less its site's template learned from the crawl), not of its main text;
+#: short or link-dominated own texts confirm only as exact copies.
+FINGERPRINT_VERSION = 7
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6

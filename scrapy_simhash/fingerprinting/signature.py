@@ -1,29 +1,54 @@
 """What the index stores for a page, and the one decision that drops it.
 
-A page's :class:`Signature` is two views of its main content:
+A page's :class:`Signature` is two views of it:
 
-* ``fingerprint``: the 64-bit simhash the permuted tables are probed with
-  (spot signatures of the prose, content features of tables and code; dates
-  and counters left out), :mod:`scrapy_simhash.fingerprinting.hashing`;
-* ``sketch``: a one-permutation b-bit minhash (Li & König; Shrivastava & Li)
-  of the word :data:`SHINGLE`-shingles of *all* the main text -- title,
-  headings, prose, table cells, code, numbers included -- whose agreement
-  estimates the Jaccard resemblance of the two pages' shingle sets.
+* ``fingerprint``: the 64-bit simhash of its main text, which the permuted
+  tables are probed with (:mod:`scrapy_simhash.fingerprinting.hashing`): it
+  finds the *candidates*, pages within ``k`` bits;
+* ``sketch``: :data:`SKETCH_BINS` bytes of evidence (:data:`LAYOUT`), most of
+  it about the page's **own text**: every visible block of it less its site's
+  template as the crawl learned it (:mod:`scrapy_simhash.fingerprinting.template`),
+  read whatever the main-text extractor chose. One-permutation b-bit minhashes
+  (Li & König; Shrivastava & Li) of word :data:`SHINGLE`-shingles (digits and
+  code included) of the own text and of the main text, exact hashes of the
+  own words and of all visible words, word counts and three flags.
 
-A stored page is a duplicate of a new one only when the fingerprints are
-within ``k`` bits (the candidate) *and* the sketches agree (the
-confirmation): Henzinger (SIGIR 2006) found that candidates from one method
-confirmed by another are far more precise on same-site pages than either
-alone. The confirmation is what lets ``k`` be wider than one 64-bit view
-would allow. :func:`is_duplicate` is the decision; every backend calls it or
-mirrors it exactly (the Redis script; a test compares them).
+A candidate is a duplicate only when the pages agree (:func:`confirms`), in
+one of three ways:
+
+1. **exactly**: the same own words, or the same visible words (template
+   included: a mirror's copy is found even when the template learned in
+   between changed what counts as own text); for any two pages;
+2. **by the own text's sketch**: at least ``CONFIRM`` of every 64 filled
+   bins agree, when both pages were signed with their site's template known
+   and have at least :data:`SMALL_OWN` words of their own, mostly not link
+   text. Below that, a 5-word-shingle sketch cannot tell two short pages apart
+   that differ in one word or number, and a page whose own text is mostly
+   links (an index, a member list, a navigation tree not yet learned as
+   template) differs from the next one in what its links say: such pages are
+   dropped only as exact copies;
+3. **by the main text's sketch**, as a near copy whose own text is diluted by
+   what its template does not repeat (a rotating sidebar, a partner's
+   chrome): the main-text sketches agree as in 2, the own-text sketches at
+   least ``GUARD`` of every 64 filled bins, both pages as in 2, and on both
+   the main text is *trusted*: mostly the page's own text, not blocks that
+   other pages repeat (a footer, a shared paragraph) -- at least
+   :data:`SMALL_OWN` of its words are on no other kept page, and they are at
+   least half of such words of the page, links aside.
+
+Why this is safe when extraction is wrong: a wrong main text (a site-wide
+footer, a navigation list, a shared paragraph) is made of blocks other pages
+repeat, so it is never trusted, and the decision reads only the own text,
+which does not depend on the extractor. A page is dropped only when its own
+text is (nearly) the kept page's, and every block left out of its own text is
+on pages the crawl kept. Henzinger (SIGIR 2006) found candidates from one
+method confirmed by another far more precise on same-site pages than either
+alone. :func:`is_duplicate` is the decision; every backend and tool calls
+:func:`confirms` or :func:`confirms_many` (the same rule, vectorised).
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -31,10 +56,9 @@ import xxhash
 from lxml import etree
 
 from scrapy_simhash.fingerprinting import features as _features
-from scrapy_simhash.fingerprinting.extract import MainText
+from scrapy_simhash.fingerprinting.extract import PageText
 from scrapy_simhash.fingerprinting.features import (
-    _main_text,
-    _title_words,
+    read_page,
     shingle_hashes,
     sketch_words,
     title_words,
@@ -46,24 +70,42 @@ from scrapy_simhash.fingerprinting.hashing import (
     fingerprint_of,
     hamming,
 )
+from scrapy_simhash.fingerprinting.template import SiteTemplate, block_hashes
 
 #: The candidate distance: fingerprints at most this many bits apart are
 #: compared by their sketches (``SIMHASH_MAX_DISTANCE``'s default).
 DEFAULT_MAX_DISTANCE = 6
 #: Words in a sketch shingle.
 SHINGLE = 5
-#: Bins of the sketch, one byte each.
-SKETCH_BINS = 64
-#: A candidate is confirmed when at least this many of every 64 bins that are
-#: filled on either side hold the same value: an estimated resemblance of
-#: the shingle sets of at least CONFIRM / 64.
+#: Bytes of a page's sketch, the evidence every store keeps beside its fingerprint.
+SKETCH_BINS = 96
+#: The sketch's bytes: ``(name, first, end)``.
+LAYOUT = (
+    ("own text minhash, 48 bins", 0, 48),
+    ("own words: 48-bit exact hash", 48, 54),
+    ("visible words: 48-bit exact hash", 54, 60),
+    ("visible word count (14 bits) | trusted main text << 14", 60, 62),
+    ("own word count (14 bits) | sketchable << 14 | template known << 15", 62, 64),
+    ("main text minhash, 32 bins", 64, 96),
+)
+OWN_BINS = 48
+MAIN_BINS = 32
+#: A sketch confirms when at least this many of every 64 bins filled on either
+#: side hold the same value: an estimated resemblance of CONFIRM / 64.
 CONFIRM = 48
-#: Seed of the sketch's token hashes (apart from the fingerprint's).
+#: The own texts' agreement a trusted main text needs beside its own (path 3).
+GUARD = 20
+#: Own words below which a page is dropped only as an exact copy.
+SMALL_OWN = 50
+#: Seed of the sketch's word hashes (apart from the fingerprint's).
 SKETCH_SEED = 0x5EED
 
-_WORDS = re.compile(r"\w+")
-_BIN_SHIFT = np.uint64(64 - 6)  # log2(SKETCH_BINS) leading bits choose the bin
-_BINS = np.arange(SKETCH_BINS, dtype=np.uint64)
+_WORDS_MASK = 0x3FFF  # word counts, saturating
+_SKETCHABLE = 0x4000  # SMALL_OWN own words or more, mostly not link text
+_KNOWN = 0x8000  # the site's template was known when the page was signed
+_TRUSTED = 0x4000  # (in the visible-words field) the main text is mostly own text
+_EXACT_MASK = (1 << 48) - 1
+EMPTY_SKETCH = bytes(SKETCH_BINS)
 
 
 class Signature(NamedTuple):
@@ -75,40 +117,108 @@ class Signature(NamedTuple):
     sketch: bytes
 
 
-def sketch_tokens(main: MainText) -> list[str]:
-    """The words the sketch is made of: the title's own part, the headings,
-    the body blocks and preformatted blocks, in order, lower-cased, digits
-    kept (:func:`sketch` takes them as UTF-8 from
-    :func:`~scrapy_simhash.fingerprinting.features.sketch_words`, faster; this is
-    the reference)."""
-    text = "\n".join((" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code))
-    return _WORDS.findall(unicodedata.normalize("NFKC", text).lower())
+class Evidence(NamedTuple):
+    """A page's sketch, and its blocks' hashes (for learning its site's template)."""
+
+    sketch: bytes
+    block_hashes: np.ndarray
 
 
-def sketch(main: MainText) -> bytes:
-    """The sketch of a main text's word :data:`SHINGLE`-shingles
-    (:func:`sketch_of_hashes`) of the words of :func:`sketch_tokens`."""
-    parts = (" ".join(_title_words(main.title)), *main.headings, *main.blocks, *main.code)
+def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Evidence:
+    """The sketch of a page (:data:`LAYOUT`): its own text is its visible
+    blocks less the blocks ``template`` knows (none when it is None or not
+    known yet). An empty sketch (:data:`EMPTY_SKETCH`, which confirms nothing)
+    when the page has no visible words or a budget cut its walk (its text is
+    not all there)."""
+    folded = [" ".join(text.split()) for text, _ in page.blocks]
+    hashes = block_hashes(folded, folded=True)
+    if not page.complete:
+        return Evidence(EMPTY_SKETCH, hashes)
+    sizes = [text.count(" ") + 1 if text else 0 for text in folded]  # words
+    everything = sum(sizes)
+    if not everything:
+        return Evidence(EMPTY_SKETCH, hashes)
+    known = template is not None and template.known
+    own = range(len(folded))
+    trusted = False
+    if known:
+        own = [i for i, common in enumerate(template.template_mask(hashes).tolist()) if not common]
+        trusted = _trusted(page, folded, sizes, template.recurring_mask(hashes).tolist())
+    total = linked = 0
+    blocks = page.blocks
+    for i in own:
+        total += sizes[i]
+        if blocks[i][1] * 2 > len(blocks[i][0]):
+            linked += sizes[i]
+    parts = [folded[i] for i in own]
+    sketchable = known and total >= SMALL_OWN and 2 * linked < total
+    meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
+    main = page.main
+    main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
+    return Evidence(
+        shingle_sketch(parts)[:OWN_BINS]
+        + _exact(parts).to_bytes(6, "little")
+        + _exact(folded).to_bytes(6, "little")
+        + (min(everything, _WORDS_MASK) | _TRUSTED * trusted).to_bytes(2, "little")
+        + meta.to_bytes(2, "little")
+        + shingle_sketch(main_parts)[:MAIN_BINS],
+        hashes,
+    )
+
+
+def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: list[bool]) -> bool:
+    """Whether the main text is mostly the page's own text: at least
+    :data:`SMALL_OWN` of its words are in blocks no other kept page holds, and
+    those are at least half of the page's such words (link lists aside)."""
+    main = page.main
+    in_main = {" ".join(text.split()) for text in (*main.headings, *main.blocks, *main.code)}
+    main_words = page_words = 0
+    for text, (raw, link), size, common in zip(folded, page.blocks, sizes, recurring):
+        if common:
+            continue
+        if text in in_main:
+            main_words += size
+        if link * 2 <= len(raw):
+            page_words += size
+    return main_words >= SMALL_OWN and 2 * main_words >= page_words
+
+
+def _exact(folded: list[str]) -> int:
+    """48 bits naming the words of blocks exactly (case aside)."""
+    words = " ".join(folded).lower().encode("utf-8", "surrogatepass")
+    return xxhash.xxh3_64_intdigest(words, SKETCH_SEED) & _EXACT_MASK
+
+
+def shingle_sketch(texts: list[str]) -> bytes:
+    """The 64-bin sketch (:func:`sketch_of_hashes`) of the word
+    :data:`SHINGLE`-shingles of ``texts`` (words as
+    :func:`~scrapy_simhash.fingerprinting.features.sketch_words` reads them),
+    by the compiled token loops when they were built."""
     compiled = _features._tokens
     if compiled is None:
-        words = sketch_words(parts)
+        words = sketch_words(texts)
         return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
-    # The same, compiled: on the Latin-1 text itself, else on its words.
     digest = xxhash.xxh3_64_intdigest
-    text = _features._separated("\n".join(parts)).lower()
-    table = _features._LATIN1_SKETCH_WORDS
-    found = compiled.latin1_sketch(text, table, SHINGLE, SKETCH_SEED, digest)
+    text = _features._separated("\n".join(texts)).lower()
+    found = compiled.latin1_sketch(
+        text, _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED, digest
+    )
     if found is None:
-        found = compiled.sketch(sketch_words(parts), SHINGLE, SKETCH_SEED, digest)
+        found = compiled.sketch(sketch_words(texts), SHINGLE, SKETCH_SEED, digest)
     return found
 
 
+_BIN_SHIFT = np.uint64(64 - 6)  # log2(64) leading bits choose the bin
+_BINS = np.arange(64, dtype=np.uint64)
+
+
 def sketch_of_hashes(hashes: np.ndarray) -> bytes:
-    """The b-bit one-permutation minhash of a set given as ``uint64`` hashes:
-    bin ``i`` holds a byte (1-255) of the least hash whose leading bits are
-    ``i``, or 0 when no hash falls in it."""
+    """The 64-bin b-bit one-permutation minhash of a set given as ``uint64``
+    hashes: bin ``i`` holds a byte (1-255) of the least hash whose leading
+    six bits are ``i``, or 0 when no hash falls in it. A page's sketch keeps
+    the first :data:`OWN_BINS` bins."""
     hashes = np.sort(np.asarray(hashes, dtype=np.uint64))
-    out = np.zeros(SKETCH_BINS, dtype=np.uint8)
+    out = np.zeros(64, dtype=np.uint8)
     if len(hashes):
         bins = hashes >> _BIN_SHIFT
         first = np.searchsorted(bins, _BINS)
@@ -119,40 +229,130 @@ def sketch_of_hashes(hashes: np.ndarray) -> bytes:
     return out.tobytes()
 
 
-def agreement(a: bytes, b: bytes) -> tuple[int, int]:
-    """``(matches, filled)``: bins holding the same non-zero byte in both
-    sketches, and bins non-zero in either."""
-    x = np.frombuffer(a, dtype=np.uint8)
-    y = np.frombuffer(b, dtype=np.uint8)
-    if len(x) != len(y):
-        raise ValueError(f"sketches of {len(x)} and {len(y)} bytes cannot be compared")
-    matches = int(np.count_nonzero((x == y) & (x != 0)))
-    filled = int(np.count_nonzero((x != 0) | (y != 0)))
-    return matches, filled
+class Agreement(NamedTuple):
+    """How two sketches compare, and the verdict (:func:`confirmation`)."""
+
+    #: Whether they confirm a candidate.
+    confirms: bool
+    #: Which path confirmed (``"exact: ..."``, ``"own text"``, ``"main text ..."``),
+    #: or why none did.
+    reason: str
+    #: Own-text bins holding the same non-zero byte in both, and bins non-zero in either.
+    matches: int
+    filled: int
+    #: Own words of each page.
+    words: tuple[int, int]
 
 
-def resemblance(a: bytes, b: bytes) -> float:
-    """The estimated Jaccard resemblance of two pages' shingle sets (0 when
-    both sketches are empty)."""
-    matches, filled = agreement(a, b)
-    return matches / filled if filled else 0.0
+def _fields(sketches: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(own bins, main bins, own key, page key, own meta, trusted)`` of
+    ``(n, SKETCH_BINS)`` sketches: the keys of :func:`exact_keys` (0 where
+    there are no words)."""
+    tail = np.ascontiguousarray(sketches[:, OWN_BINS:64]).view("<u8")  # 2 words a row
+    own_hash = tail[:, 0] & np.uint64(_EXACT_MASK)
+    page_hash = (tail[:, 0] >> np.uint64(48)) | ((tail[:, 1] & np.uint64(0xFFFFFFFF)) << np.uint64(16))
+    page_field = (tail[:, 1] >> np.uint64(32)) & np.uint64(0xFFFF)
+    page_words = page_field & np.uint64(_WORDS_MASK)
+    meta = tail[:, 1] >> np.uint64(48)
+    own_words = meta & np.uint64(_WORDS_MASK)
+    own_key = np.where(own_words > 0, own_hash | (own_words << np.uint64(48)), np.uint64(0))
+    page_key = np.where(
+        page_words > 0,
+        page_hash | (page_words << np.uint64(48)) | np.uint64(1 << 63),
+        np.uint64(0),
+    )
+    trusted = (page_field & np.uint64(_TRUSTED)) != 0
+    return sketches[:, :OWN_BINS], sketches[:, 64:], own_key, page_key, meta, trusted
 
 
-def confirms(a: bytes, b: bytes) -> bool:
-    """Whether two sketches confirm a candidate: ``matches * 64 >= CONFIRM *
-    filled`` (integers, so that the Redis script decides exactly the same)."""
-    matches, filled = agreement(a, b)
-    return filled > 0 and matches * 64 >= CONFIRM * filled
+def exact_keys(sketches: np.ndarray) -> np.ndarray:
+    """``(n, 2)`` ``uint64``: per sketch, a key naming its own words exactly
+    and one naming all its visible words (the top bit set); 0 where a page has
+    no such words. Equal keys, the same words: stores index them to find exact
+    copies in O(1)."""
+    rows = np.asarray(sketches, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    _, _, own, page, _, _ = _fields(rows)
+    return np.stack([own, page], axis=1)
+
+
+def _agree(a: np.ndarray, b: np.ndarray, share: int) -> tuple[np.ndarray, ...]:
+    """Per row: whether at least ``share`` of every 64 filled bins agree, and
+    the agreeing and filled bins."""
+    matches = np.count_nonzero((a == b) & (a != 0), axis=1)
+    filled = np.count_nonzero((a != 0) | (b != 0), axis=1)
+    return (filled > 0) & (matches * 64 >= share * filled), matches, filled
 
 
 def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`confirms` for many pairs at once: ``a`` and ``b`` are ``(n,
-    SKETCH_BINS)`` ``uint8`` arrays of sketches; the same integer rule."""
-    a = np.asarray(a, dtype=np.uint8)
-    b = np.asarray(b, dtype=np.uint8)
-    matches = np.count_nonzero((a == b) & (a != 0), axis=1)
-    filled = np.count_nonzero((a != 0) | (b != 0), axis=1)
-    return (filled > 0) & (matches * 64 >= CONFIRM * filled)
+    SKETCH_BINS)`` ``uint8`` arrays of sketches."""
+    a = np.asarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    b = np.asarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    own_a, main_a, key_a, page_a, meta_a, trusted_a = _fields(a)
+    own_b, main_b, key_b, page_b, meta_b, trusted_b = _fields(b)
+    exact = ((key_a == key_b) & (key_a != 0)) | ((page_a == page_b) & (page_a != 0))
+    flags = np.uint64(_SKETCHABLE | _KNOWN)
+    both = ((meta_a & flags) == flags) & ((meta_b & flags) == flags)
+    own_agrees = _agree(own_a, own_b, CONFIRM)[0]
+    guarded = _agree(own_a, own_b, GUARD)[0] & trusted_a & trusted_b
+    main_agrees = _agree(main_a, main_b, CONFIRM)[0]
+    return exact | (both & (own_agrees | (guarded & main_agrees)))
+
+
+def confirmation(a: bytes, b: bytes) -> Agreement:
+    """The verdict of :func:`confirms` on two sketches, with what it rests on."""
+    if len(a) != SKETCH_BINS or len(b) != SKETCH_BINS:
+        raise ValueError(f"sketches have {SKETCH_BINS} bytes, not {len(a)} and {len(b)}")
+    x = np.frombuffer(a, dtype=np.uint8).reshape(1, -1)
+    y = np.frombuffer(b, dtype=np.uint8).reshape(1, -1)
+    own_a, main_a, key_a, page_a, meta_a, trusted_a = (v[0] for v in _fields(x))
+    own_b, main_b, key_b, page_b, meta_b, trusted_b = (v[0] for v in _fields(y))
+    _, matches, filled = _agree(own_a[None], own_b[None], CONFIRM)
+    matches, filled = int(matches[0]), int(filled[0])
+    meta_a, meta_b = int(meta_a), int(meta_b)
+    words = (meta_a & _WORDS_MASK, meta_b & _WORDS_MASK)
+    verdict = bool(confirms_many(x, y)[0])
+    if key_a and key_a == key_b:
+        reason = "exact: the same own text"
+    elif page_a and page_a == page_b:
+        reason = "exact: the same visible text"
+    elif not all(words):
+        reason = "a page has no text (or its walk was cut): only an exact copy is dropped"
+    elif not (meta_a & _KNOWN and meta_b & _KNOWN):
+        reason = "a site's template was not known yet: only an exact copy is dropped"
+    elif not (meta_a & _SKETCHABLE and meta_b & _SKETCHABLE):
+        reason = (
+            f"fewer than {SMALL_OWN} own words, or mostly link text: only an exact copy "
+            "is dropped"
+        )
+    elif matches * 64 >= CONFIRM * filled:
+        reason = "own text"
+    elif verdict:
+        reason = "main text (trusted on both pages), own texts guarding"
+    elif not (trusted_a and trusted_b):
+        reason = "own texts differ, and a main text is not trusted (mostly repeated blocks)"
+    else:
+        reason = "own texts differ"
+    return Agreement(verdict, reason, matches, filled, words)
+
+
+def confirms(a: bytes, b: bytes) -> bool:
+    """Whether two pages' sketches confirm a candidate: their own texts are
+    the same words, or (both templates known, both with :data:`SMALL_OWN` own
+    words mostly not links) at least ``CONFIRM`` of every 64 filled bins agree."""
+    return confirmation(a, b).confirms
+
+
+def resemblance(a: bytes, b: bytes) -> float:
+    """The Jaccard resemblance two minhashes of equal length
+    (:func:`sketch_of_hashes`) estimate: bins holding the same non-zero byte
+    over bins non-zero in either (0 when both are empty)."""
+    if len(a) != len(b):
+        raise ValueError(f"minhashes of {len(a)} and {len(b)} bytes cannot be compared")
+    x = np.frombuffer(a, dtype=np.uint8)[None]
+    y = np.frombuffer(b, dtype=np.uint8)[None]
+    _, matches, filled = _agree(x, y, CONFIRM)
+    return int(matches[0]) / int(filled[0]) if filled[0] else 0.0
 
 
 def is_duplicate(a: Signature, b: Signature, *, k: int | None = None) -> bool:
@@ -163,44 +363,79 @@ def is_duplicate(a: Signature, b: Signature, *, k: int | None = None) -> bool:
     return hamming(a.fingerprint, b.fingerprint) <= limit and confirms(a.sketch, b.sketch)
 
 
-def signature_of(
-    main: MainText,
-    tokens: Mapping[str, list[str]] | None = None,
+class Analysis(NamedTuple):
+    """What one read of a page gives: its signature (None without a
+    fingerprint), the fingerprint's details, and the page's evidence (its
+    sketch and block hashes, for learning its site's template)."""
+
+    signature: Signature | None
+    details: FingerprintResult
+    evidence: Evidence
+
+
+def analyse(
+    page: str | bytes | etree._Element,
     *,
+    template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
-) -> Signature | None:
-    """The signature of a page's main text (``tokens``: block texts already
-    tokenized), or None when it gets no fingerprint."""
-    fp = fingerprint_of(main, tokens, min_features=min_features, seed=seed).fingerprint
-    return None if fp is None else Signature(fp, sketch(main))
+    encoding: str | None = None,
+) -> Analysis:
+    """Read a page once: main text -> fingerprint; every block -> own text
+    (less ``template``) -> sketch. Never raises on page content."""
+    page_text, tokens = read_page(page, encoding)
+    return sign(page_text, tokens, template=template, min_features=min_features, seed=seed)
+
+
+def sign(
+    page: PageText,
+    tokens: dict[str, list[str]] | None = None,
+    *,
+    template: SiteTemplate | None = None,
+    min_features: int = DEFAULT_MIN_FEATURES,
+    seed: int = 0,
+) -> Analysis:
+    """:func:`analyse` of a page already read (``tokens``: its blocks'
+    tokens, when known). The fingerprint reads ``page.main``, the sketch
+    ``page.blocks`` only: what the extractor chose as main text cannot make
+    two pages' own texts agree."""
+    details = fingerprint_of(page.main, tokens, min_features=min_features, seed=seed)
+    evidence = own_evidence(page, template)
+    if details.fingerprint is None:
+        return Analysis(None, details, evidence)
+    return Analysis(Signature(details.fingerprint, evidence.sketch), details, evidence)
 
 
 def signature_details(
     page: str | bytes | etree._Element,
     *,
+    template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
     encoding: str | None = None,
 ) -> tuple[Signature | None, FingerprintResult]:
     """:func:`signature`, with the fingerprint's details (feature count, the
     reason when there is none). Never raises on page content."""
-    main, tokens = _main_text(page, encoding)
-    result = fingerprint_of(main, tokens, min_features=min_features, seed=seed)
-    if result.fingerprint is None:
-        return None, result
-    return Signature(result.fingerprint, sketch(main)), result
+    found = analyse(
+        page, template=template, min_features=min_features, seed=seed, encoding=encoding
+    )
+    return found.signature, found.details
 
 
 def signature(
     page: str | bytes | etree._Element,
     *,
+    template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
     encoding: str | None = None,
 ) -> Signature | None:
     """What the index stores for a page (HTML ``str``/``bytes`` or an lxml
     element, as :func:`~scrapy_simhash.fingerprint` takes), or None when the
-    page gets no fingerprint. ``signature(page).fingerprint ==
-    fingerprint(page)``. Never raises on page content."""
-    return signature_of(*_main_text(page, encoding), min_features=min_features, seed=seed)
+    page gets no fingerprint. ``template``: the page's site template as a
+    crawl learned it (without one, the sketch confirms exact copies only).
+    ``signature(page).fingerprint == fingerprint(page)``. Never raises on page
+    content."""
+    return analyse(
+        page, template=template, min_features=min_features, seed=seed, encoding=encoding
+    ).signature

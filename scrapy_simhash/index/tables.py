@@ -651,9 +651,8 @@ class SimhashIndex:
 
     # -- queries -----------------------------------------------------------------
 
-    def query(self, fp: int) -> list[Match]:
-        """Every stored entry within k bits of ``fp``, sorted by (distance, key)."""
-        q = _check_u64(fp, "fingerprint")
+    def _near(self, q: int) -> np.ndarray | None:
+        """The stored fingerprints within k bits of ``q`` (with repeats), or None."""
         perms = []
         for segs in self._leading:
             if len(segs) == 1:
@@ -678,12 +677,56 @@ class SimhashIndex:
         if self._nbuf:
             parts.append(self._buf_fps[:self._nbuf])
         if not parts:
-            return []
+            return None
         x = np.concatenate(parts) if len(parts) > 1 else parts[0]
         dist = np.bitwise_count(x ^ _U64(q))
         if dist[dist.argmin()] > self.k:  # argmin: the cheapest reduction per call
-            return []
-        return self._matches(q, set(x[(dist <= self.k).nonzero()[0]].tolist()))
+            return None
+        return x[(dist <= self.k).nonzero()[0]]
+
+    def query(self, fp: int) -> list[Match]:
+        """Every stored entry within k bits of ``fp``, sorted by (distance, key)."""
+        q = _check_u64(fp, "fingerprint")
+        found = self._near(q)
+        return [] if found is None else self._matches(q, set(found.tolist()))
+
+    def query_keys(self, fp: int, limit: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """At most ``limit`` keys of entries within k bits of ``fp``, nearest
+        first (``uint64`` keys, ``uint8`` distances), and how many live
+        entries hold ``fp`` itself. Vectorised: its cost grows with the
+        distinct fingerprints examined, not with the entries that share one."""
+        q = _check_u64(fp, "fingerprint")
+        found = self._near(q)
+        if found is None:
+            return np.empty(0, np.uint64), np.empty(0, np.uint8), 0
+        found = np.unique(found)
+        dist = np.bitwise_count(found ^ _U64(q))
+        order = np.argsort(dist, kind="stable")
+        keys: list[np.ndarray] = []
+        dists: list[np.ndarray] = []
+        taken = same = 0
+        for u, d in zip(found[order], dist[order].tolist()):
+            if taken >= limit and d:
+                break
+            for level in self._levels:
+                lo, hi = level.fps.searchsorted(u), level.fps.searchsorted(u, "right")
+                if hi > lo:
+                    ks = level.keys[lo:hi]
+                    if level.dead:
+                        alive = [r not in level.dead for r in range(lo, hi)]
+                        ks = ks[np.array(alive, dtype=bool)]
+                    same += len(ks) * (d == 0)
+                    keys.append(ks[: max(limit - taken, 0)])
+                    taken += len(keys[-1])
+            if self._nbuf:
+                ks = self._buf_keys[: self._nbuf][self._buf_fps[: self._nbuf] == u]
+                same += len(ks) * (d == 0)
+                keys.append(ks[: max(limit - taken, 0)])
+                taken += len(keys[-1])
+            dists.append(np.full(taken - sum(map(len, dists)), d, np.uint8))
+        if not keys:
+            return np.empty(0, np.uint64), np.empty(0, np.uint8), same
+        return np.concatenate(keys), np.concatenate(dists), same
 
     def _matches(self, q: int, found: set[int]) -> list[Match]:
         """Every live entry of the fingerprints ``found``."""
