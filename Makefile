@@ -16,7 +16,7 @@ PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py
 
 .PHONY: all venv test test-latest test-min demo docs redis-server java corpus-debian corpus-public \
         bench bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
-        bench-store bench-hostile bench-spark clean
+        bench-store bench-hostile bench-spark bench-crawl clean
 
 all: test
 
@@ -138,6 +138,12 @@ bench-hostile: venv
 
 bench-spark: venv java
 	$(PY) -m bench.bench_spark --n 1000000
+
+# The crawl harness (issue 23): docs-dev3's API references and PostgreSQL, each with a
+# mirror, crawled with and without the add-on (~15 minutes on a shared 2-core machine).
+bench-crawl: venv
+	$(PY) -m bench.crawl_harness docs3/qt-5.15 --pages 1200
+	$(PY) -m bench.crawl_harness docs3/eigen-3.4 docs3/commons-lang3-3.12 docs2/postgresql-15 --append
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) $(DOCS_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so scrapy_simhash/fingerprinting/_tokens.c scrapy_simhash/fingerprinting/_tokens.html scrapy_simhash/fingerprinting/_tokens.*.so build

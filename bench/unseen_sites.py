@@ -1,7 +1,8 @@
 """False drops on documentation sites the harness never saw (held-out check).
 
-For each site folder: every page's signature, every pair the crawler's
-decision joins (fingerprints within k, sketches confirming), and among them
+For each site folder: every page's signature, computed as a crawl computes it
+(in file order, against the template learned from the pages before it that
+nothing dropped), every pair the crawler's decision joins (fingerprints within k, sketches confirming), and among them
 the pairs of distinct pages: 5-word-shingle Jaccard < 0.5 of the text of the
 site's content container (an XPath; ``//body`` when the site has none).
 
@@ -25,12 +26,13 @@ from pathlib import Path
 import numpy as np
 from lxml import html as lxml_html
 
-from scrapy_simhash import signature
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
     SKETCH_BINS,
+    analyse,
     confirms_many,
 )
+from scrapy_simhash.fingerprinting.template import SiteTemplate
 
 _WORDS = re.compile(r"\w+")
 
@@ -56,9 +58,41 @@ def dropped_pairs(fps: np.ndarray, sketches: np.ndarray, k: int) -> list[tuple[i
     return pairs
 
 
+def crawl_signatures(paths: list[Path]) -> list:
+    """``(path, signature)`` of the pages that get one, signed in order as a crawl
+    signs them: against the template of the pages before it that were kept
+    (a page the decision joins to a kept one teaches nothing)."""
+    template = SiteTemplate()
+    kept_fps: list[int] = []
+    kept_sketches: list[bytes] = []
+    signed = []
+    for path in paths:
+        found = analyse(path.read_bytes(), template=template)
+        sig = found.signature
+        duplicate = False
+        if sig is not None and kept_fps:
+            fps = np.array(kept_fps, dtype=np.uint64)
+            near = np.flatnonzero(np.bitwise_count(fps ^ np.uint64(sig.fingerprint))
+                                  <= DEFAULT_MAX_DISTANCE)
+            if len(near):
+                stored = np.frombuffer(b"".join(kept_sketches[i] for i in near), np.uint8)
+                mine = np.frombuffer(sig.sketch, np.uint8)
+                duplicate = bool(confirms_many(
+                    stored.reshape(-1, SKETCH_BINS),
+                    np.broadcast_to(mine, (len(near), SKETCH_BINS))).any())
+        if not duplicate:
+            template.learn(found.evidence.block_hashes)
+            if sig is not None:
+                kept_fps.append(sig.fingerprint)
+                kept_sketches.append(sig.sketch)
+        if sig is not None:
+            signed.append((path, sig))
+    return signed
+
+
 def check(site: Path, xpath: str, show: int) -> int:
     paths = sorted(p for p in site.rglob("*") if p.suffix in (".html", ".htm") and p.is_file())
-    signed = [(p, s) for p in paths if (s := signature(p.read_bytes())) is not None]
+    signed = crawl_signatures(paths)
     fps = np.array([s.fingerprint for _, s in signed], dtype=np.uint64)
     sketches = np.frombuffer(b"".join(s.sketch for _, s in signed), dtype=np.uint8)
     pairs = dropped_pairs(fps, sketches.reshape(-1, SKETCH_BINS), DEFAULT_MAX_DISTANCE)

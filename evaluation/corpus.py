@@ -24,8 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "corpus"
 ARCHIVES = ("web-dev.tar.xz", "docs-dev.tar.xz")
-#: Archives unpacked beside them when present (the ``docs2/`` and ``docs3/`` sites).
+#: Archives unpacked beside them when present (the four ``docs2/`` sites, the three
+#: ``docs3/`` API references).
 OPTIONAL_ARCHIVES = ("docs-dev2.tar.xz", "docs-dev3.tar.xz")
+#: The API references of ``docs-dev3.tar.xz`` (Debian 12's qtbase5-doc-html, libeigen3-doc,
+#: libcommons-lang3-java-doc): read from the shared archive only, not rebuilt by ``build``.
+ARCHIVE_ONLY_SITES = ("docs3/qt-5.15", "docs3/eigen-3.4", "docs3/commons-lang3-3.12")
 #: The same archives rebuilt from public sources by ``python -m evaluation.corpus build``.
 PUBLIC = ROOT / ".cache" / "public-corpus"
 
@@ -200,11 +204,12 @@ def _site_key(site: str) -> str:
 
 
 def site_dir(site: str) -> Path | None:
-    """The folder of one documentation site: in the unpacked shared corpus when it is
-    there, else where its Debian package put it; None when neither has it."""
+    """The folder of one documentation site (``docs2/cmake-3.25`` or ``cmake-3.25``,
+    ``docs3/qt-5.15`` or ``qt-5.15``): in the unpacked shared corpus when it is there,
+    else where its Debian package put it; None when neither has it."""
     base = corpus_dir()
     if base is not None:
-        for name in (site, _site_key(site)):
+        for name in (site, _site_key(site), f"docs3/{site}"):
             if (base / name).is_dir():
                 return base / name
     key = site if site in DEBIAN_SITES else _site_key(site)
@@ -222,6 +227,9 @@ def availability() -> dict[str, str]:
             if folder is None
             else str(folder)
         )
+    for site in ARCHIVE_ONLY_SITES:
+        folder = site_dir(site)
+        parts[site] = f"missing: docs-dev3.tar.xz in {SHARED}" if folder is None else str(folder)
     return parts
 
 

@@ -137,6 +137,92 @@ def wide_drops_deep(size: int) -> str:
     return _page(item * (size // len(item)))
 
 
+def _chars(count: int, low: int, high: int, seed: int = 1) -> str:
+    """``count`` characters drawn from ``low``-``high`` (a linear congruential
+    sequence: deterministic, no repeats that a cache could exploit)."""
+    span = high - low + 1
+    out = []
+    x = seed
+    for _ in range(count):
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+        out.append(chr(low + (x >> 8) % span))
+    return "".join(out)
+
+
+def _paragraphs(text: str, length: int = 500) -> str:
+    return "".join(f"<p>{text[i:i + length]}</p>" for i in range(0, len(text), length))
+
+
+def han_text(size: int) -> str:
+    """``size // 4`` Han characters (a million at the default size) in one text
+    node, each one a token (issue 24: 1.1 s and +300 MB of RSS)."""
+    return _page(f"<p>{_chars(size // 4, 0x4E00, 0x9FFF)}</p>")
+
+
+def han_paragraphs(size: int) -> str:
+    """The same in paragraphs of 500 characters."""
+    return _page(_paragraphs(_chars(size // 4, 0x4E00, 0x9FFF)))
+
+
+def hiragana_text(size: int) -> str:
+    """``size // 4`` hiragana characters in paragraphs."""
+    return _page(_paragraphs(_chars(size // 4, 0x3041, 0x3096)))
+
+
+def thai_text(size: int) -> str:
+    """About ``size // 4`` characters of Thai syllables (a consonant, perhaps a
+    vowel sign and a tone mark, in canonical order; no spaces, as Thai is
+    written) in paragraphs."""
+    consonants = _chars(size // 12, 0x0E01, 0x0E2E, seed=2)
+    vowels = _chars(size // 12, 0x0E34, 0x0E37, seed=3)
+    tones = _chars(size // 12, 0x0E48, 0x0E4B, seed=4)
+    syllables = [
+        c + (v if i % 3 else "") + (t if i % 2 else "")
+        for i, (c, v, t) in enumerate(zip(consonants, vowels, tones))
+    ]
+    return _page(_paragraphs("".join(syllables)))
+
+
+def joiners_and_marks(size: int) -> str:
+    """Words broken up by zero-width joiners and stacked combining marks."""
+    word = "is\u200dthe\u0301\u0302\u0303 ca\u200ct\u0300 "
+    return _page(_paragraphs(word * (size // len(word))))
+
+
+def nuls_and_surrogates(size: int) -> str:
+    """Text full of NUL bytes and lone surrogates (as character references: a
+    ``str`` cannot be encoded with them, a page can refer to them)."""
+    word = "is\x00a&#xd800; the&#xdfff;\x00cat "
+    return _page(_paragraphs(word * (size // len(word))))
+
+
+def many_entities(size: int) -> str:
+    """A million character references (at the default size) in one paragraph."""
+    return _page("<p>" + "&amp;&#233;&lt;&nbsp;" * (size // 20) + "</p>")
+
+
+def many_headings(size: int) -> str:
+    """200,000 ``<h2>`` (at the default size), a word or two each."""
+    return _page("<h2>is a</h2>" * (size // 20) + f"<p>{_prose(2000)}</p>")
+
+
+def many_breaks(size: int) -> str:
+    """100,000 ``<br>`` (at the default size) in one paragraph of prose."""
+    return _page("<p>" + "the cat is on a mat<br>" * (size // 40) + "</p>")
+
+
+def many_links_in_a_block(size: int) -> str:
+    """100,000 links (at the default size) in one block."""
+    return _page("<div>" + "<a href='/x'>is a</a> the cat " * (size // 40) + "</div>")
+
+
+def big_table(size: int) -> str:
+    """A table of 150,000 cells (at the default size), ten a row."""
+    cells = size // 27
+    row = "<tr>" + "<td>is a</td>" * 10 + "</tr>"
+    return _page("<table>" + row * (cells // 10) + "</table>")
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
     "nested aside/nav": nested_drops,
     "nested class=sidebar": nested_drops_by_class,
@@ -154,6 +240,17 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "deep": deep,
     "deep and wide": deep_and_wide,
     "wide drops, deep": wide_drops_deep,
+    "han text": han_text,
+    "han paragraphs": han_paragraphs,
+    "hiragana text": hiragana_text,
+    "thai text": thai_text,
+    "joiners and marks": joiners_and_marks,
+    "NULs and surrogates": nuls_and_surrogates,
+    "many entities": many_entities,
+    "many headings": many_headings,
+    "many <br>": many_breaks,
+    "many links, one block": many_links_in_a_block,
+    "big table": big_table,
 }
 
 

@@ -65,6 +65,7 @@ from scrapy_simhash.backends import (
     BackendError,
     Duplicate,
     PersistenceError,
+    hashed_url,
     load_backend,
 )
 from scrapy_simhash.fingerprinting import (
@@ -124,7 +125,10 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _same_page(url: str, other: str) -> bool:
-    """Whether two URLs name the same page (canonical forms equal)."""
+    """Whether two URLs name the same page (canonical forms equal); ``other``
+    may be a stored URL's hash (:func:`~scrapy_simhash.backends.hashed_url`)."""
+    if other.startswith("xxh3:"):
+        return other == hashed_url(url)
     return url == other or canonicalize_url(url) == canonicalize_url(other)
 
 
@@ -410,7 +414,10 @@ class SimhashMiddleware:
         fingerprint's details and the page's evidence, from the spider's own
         tree (read-only), its own text read against its host's ``template``;
         override to sign differently."""
-        root = response.selector.root
+        try:
+            root = response.selector.root
+        except ValueError:  # a charset Python cannot read a page with (UnicodeError)
+            return analyse(response.body, template=template, min_features=self.min_features)
         # parsel parses each response with a parser of its own: read it with
         # plain lxml elements (none is kept), the spider then gets lxml.html's.
         with plain_elements(root):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.settings import BaseSettings
 
-from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, load_backend
+from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, backend_problem, load_backend
 from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, URL_FORMATS
 from scrapy_simhash.backends.state import STATE_FILE
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
@@ -249,7 +249,7 @@ class SimhashSettings:
             redis_timeout=_get_float(settings, "SIMHASH_REDIS_TIMEOUT", 0.001, 60),
             redis_queue=_get_int(settings, "SIMHASH_REDIS_QUEUE", 0),
             redis_cluster=_get_bool(settings, "SIMHASH_REDIS_CLUSTER"),
-            redis_sharded=_get_bool(settings, "SIMHASH_REDIS_SHARDED"),
+            redis_sharded=_get_sharded(settings),
             redis_urls=_get_choice(settings, "SIMHASH_REDIS_URLS", URL_FORMATS),
             max_unchecked_share=_get_float(settings, "SIMHASH_MAX_UNCHECKED_SHARE", 0, 1),
         )
@@ -292,11 +292,21 @@ class SimhashSettings:
         }
 
 
+#: What a boolean setting may be: a bool, 0 or 1, or these strings (any case).
+_BOOL_STRINGS = {"true": True, "false": False, "1": True, "0": False}
+
+
 def _get_bool(settings: BaseSettings, name: str) -> bool:
-    try:
-        return settings.getbool(name, DEFAULTS[name])
-    except ValueError:
-        raise _invalid(name, settings.get(name), "expected true or false") from None
+    """True or false, strictly: ``2`` or ``"yes"`` is refused rather than read
+    as true (Scrapy's ``getbool`` would take any integer)."""
+    value = settings.get(name, DEFAULTS[name])
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _BOOL_STRINGS:
+        return _BOOL_STRINGS[value.strip().lower()]
+    raise _invalid(name, value, "expected true or false (or 1 or 0)")
 
 
 def _get_int(
@@ -388,7 +398,8 @@ def _get_layout(settings: BaseSettings, k: int, expected: int) -> str:
 
 def _get_backend(settings: BaseSettings) -> str | type[Backend]:
     """A short name (``memory``, ``redis``), an import path, or a class; checked
-    here by loading it, so a typo fails at start-up."""
+    here by loading it and holding it to the :class:`Backend` protocol, so a
+    typo or a class that is not a backend fails at start-up."""
     value = settings.get("SIMHASH_BACKEND", DEFAULTS["SIMHASH_BACKEND"])
     expected = "expected " + ", ".join(BUILTIN_BACKENDS) + " or an import path"
     if isinstance(value, str):
@@ -398,25 +409,54 @@ def _get_backend(settings: BaseSettings) -> str | type[Backend]:
         if "." not in name:
             raise _invalid("SIMHASH_BACKEND", value, expected)
         try:
-            load_backend(name)
+            loaded = load_backend(name)
         except (ImportError, AttributeError, ValueError) as exc:
             raise _invalid("SIMHASH_BACKEND", value, f"cannot import it: {exc}") from None
+        problem = backend_problem(loaded)
+        if problem:
+            raise _invalid("SIMHASH_BACKEND", value, problem)
         return name
-    if callable(getattr(value, "from_config", None)):
+    if isinstance(value, type):
+        problem = backend_problem(value)
+        if problem:
+            raise _invalid("SIMHASH_BACKEND", value, problem)
         return value
     raise _invalid("SIMHASH_BACKEND", value, expected)
+
+
+#: URL schemes redis-py connects with.
+REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
 def _get_redis_url(settings: BaseSettings) -> str:
     url = settings.get("SIMHASH_REDIS_URL") or settings.get("REDIS_URL")
     if url:
+        name = "SIMHASH_REDIS_URL" if settings.get("SIMHASH_REDIS_URL") else "REDIS_URL"
         if not isinstance(url, str) or "://" not in url:
-            name = "SIMHASH_REDIS_URL" if settings.get("SIMHASH_REDIS_URL") else "REDIS_URL"
             raise _invalid(name, url, "expected a URL such as redis://localhost:6379/0")
+        scheme = url.partition("://")[0].strip().lower()
+        if scheme not in REDIS_SCHEMES:
+            raise _invalid(
+                name, url, f"expected a {', '.join(s + '://' for s in REDIS_SCHEMES)} URL "
+                "such as redis://localhost:6379/0",
+            )
         return url
     host = settings.get("REDIS_HOST") or "localhost"
     port = _get_int(settings, "REDIS_PORT", 1, 65535, default=6379)
     return f"redis://{host}:{port}"
+
+
+def _get_sharded(settings: BaseSettings) -> bool:
+    """SIMHASH_REDIS_SHARDED spreads tables over a cluster's masters: without
+    SIMHASH_REDIS_CLUSTER there are none to spread them over."""
+    sharded = _get_bool(settings, "SIMHASH_REDIS_SHARDED")
+    if sharded and not _get_bool(settings, "SIMHASH_REDIS_CLUSTER"):
+        raise _invalid(
+            "SIMHASH_REDIS_SHARDED", settings.get("SIMHASH_REDIS_SHARDED"),
+            "it spreads a crawl's tables over a Redis Cluster's masters: it needs "
+            "SIMHASH_REDIS_CLUSTER = True",
+        )
+    return sharded
 
 
 def _get_redis_key(settings: BaseSettings) -> str:

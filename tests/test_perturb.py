@@ -299,5 +299,10 @@ def test_quality_measures_public_doc_sites_without_the_corpus(tmp_path, monkeypa
     assert Q.main(["--quick"]) == 0
     out = capsys.readouterr()
     assert "web/" in out.err
+    for site in Q.DOC_SITES:  # the default: docs-dev's and docs-dev2's sites, not docs3/
+        assert (f"{site}: " in out.out) == (site in Q.DEFAULT_SITES)
+    assert "(of 6 pairs)" in out.out
+    assert Q.main(["--quick", "--sites", "qt-5.15", "docs3/eigen-3.4", "commons-lang3-3.12"]) == 0
+    out = capsys.readouterr().out
     for site in Q.DOC_SITES:
-        assert f"{site}: " in out.out and "(of 6 pairs)" in out.out
+        assert (f"{site}: " in out) == site.startswith("docs3/")

@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from scrapy_simhash.fingerprinting.signature import Signature
-    from scrapy_simhash.settings import SimhashSettings
 
 __all__ = [
     "BUILTIN_BACKENDS",
     "Backend",
+    "BackendConfig",
     "BackendError",
     "Duplicate",
     "PersistenceError",
+    "backend_problem",
+    "hashed_url",
     "load_backend",
 ]
 
@@ -36,11 +38,22 @@ BUILTIN_BACKENDS = {
 
 
 class Duplicate(NamedTuple):
-    """The nearest stored duplicate of a probed page (within k bits, confirmed)."""
+    """The nearest stored duplicate of a probed page (within k bits, confirmed);
+    ``url`` is its URL or, where the backend keeps no full URL, :func:`hashed_url`."""
 
     url: str
     fingerprint: int
     distance: int
+
+
+def hashed_url(url: str) -> str:
+    """``xxh3:`` and the 16 hex digits of the xxh3-64 hash of ``url``'s UTF-8:
+    what a backend keeps instead of a URL it does not store in full (the redis
+    backend's ``SIMHASH_REDIS_URLS = "hash"``, the state file's over-long URLs);
+    :attr:`Duplicate.url` may be one."""
+    import xxhash
+
+    return "xxh3:" + xxhash.xxh3_64_hexdigest(url.encode("utf-8", "surrogatepass"))
 
 
 class BackendError(Exception):
@@ -53,6 +66,27 @@ class PersistenceError(BackendError):
     lacks the page."""
 
 
+class BackendConfig(Protocol):
+    """What a backend reads of the validated settings: the fields of
+    :class:`scrapy_simhash.settings.SimhashSettings` the built-in backends use
+    (that class satisfies this protocol; backends do not import it, so that
+    the settings module can import the backends without a cycle)."""
+
+    max_distance: int
+    layout: str
+    expected_pages: int
+    persist_path: str | None
+    reset: bool
+    redis_url: str
+    redis_params: dict
+    redis_key: str
+    redis_timeout: float
+    redis_queue: int
+    redis_cluster: bool
+    redis_sharded: bool
+    redis_urls: str
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What the middleware needs of an index backend.
@@ -63,7 +97,7 @@ class Backend(Protocol):
     """
 
     @classmethod
-    def from_config(cls, config: SimhashSettings) -> Backend:
+    def from_config(cls, config: BackendConfig) -> Backend:
         """A backend configured from the validated settings (not opened yet)."""
         ...
 
@@ -93,6 +127,25 @@ class Backend(Protocol):
     def __len__(self) -> int:
         """Pages stored."""
         ...
+
+
+#: The members a backend class must have (the :class:`Backend` protocol's).
+BACKEND_MEMBERS = ("from_config", "open", "query_and_add", "close", "stats", "__len__")
+
+
+def backend_problem(candidate: Any) -> str | None:
+    """Why ``candidate`` is not a backend class (not a class, or a member of
+    :class:`Backend` missing or not callable), or None when it is one."""
+    if not isinstance(candidate, type):
+        return f"{candidate!r} is not a class"
+    missing = [name for name in BACKEND_MEMBERS if not callable(getattr(candidate, name, None))]
+    if missing:
+        return (
+            f"{candidate.__module__}.{candidate.__qualname__} is not a backend: it lacks "
+            + ", ".join(missing)
+            + " (see scrapy_simhash.backends.Backend)"
+        )
+    return None
 
 
 def load_backend(name: Any) -> type[Backend]:

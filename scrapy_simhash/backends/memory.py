@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scrapy_simhash.backends import BackendError, Duplicate, PersistenceError
-from scrapy_simhash.backends.state import StateError, check_state, state_header
+from scrapy_simhash.backends import BackendConfig, BackendError, Duplicate, PersistenceError
+from scrapy_simhash.backends.state import StateError, check_state, state_header, stored_url
 from scrapy_simhash.fingerprinting.signature import (
     SKETCH_BINS,
     Signature,
@@ -36,7 +36,6 @@ from scrapy_simhash.index.tables import ADD_MODES
 
 if TYPE_CHECKING:
     from scrapy_simhash.index import LogContents
-    from scrapy_simhash.settings import SimhashSettings
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class MemoryBackend:
         self._log: Any = None
 
     @classmethod
-    def from_config(cls, config: SimhashSettings) -> MemoryBackend:
+    def from_config(cls, config: BackendConfig) -> MemoryBackend:
         return cls(
             k=config.max_distance,
             layout=config.layout,
@@ -211,12 +210,12 @@ class MemoryBackend:
                 self._index.add(fingerprint, row_id)
             for key in exact:
                 self._exact.add(key, row_id)
-            data = url.encode("utf-8")
+            data = stored_url(url)  # as the state file keeps it, live or resumed
             self._store(fingerprint, data, signature.sketch)
             if self._log is not None:
                 try:
                     self._log.append(fingerprint, row_id, signature.sketch + data)
-                except OSError as exc:
+                except Exception as exc:  # a full disk, a closed log...: the page is kept
                     raise PersistenceError(
                         f"Cannot append to the simhash state file {self.persist_path}: {exc}"
                     ) from exc

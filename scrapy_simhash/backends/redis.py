@@ -55,19 +55,16 @@ import math
 import time
 from collections import Counter, deque
 from importlib import resources
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import xxhash
 
-from scrapy_simhash.backends import BackendError, Duplicate
+from scrapy_simhash.backends import BackendConfig, BackendError, Duplicate, hashed_url
 from scrapy_simhash.extras import needs
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS, Signature
 from scrapy_simhash.index import ADD_MODES, Match, TableLayout
-
-if TYPE_CHECKING:
-    from scrapy_simhash.settings import SimhashSettings
 
 logger = logging.getLogger(__name__)
 
@@ -434,7 +431,7 @@ class RedisSimhashIndex:
         of its xxh3-64 hash in the compact format."""
         if self.url_format == "full" or not url:
             return url
-        return "xxh3:" + xxhash.xxh3_64_hexdigest(url.encode("utf-8", "surrogatepass"))
+        return hashed_url(url)
 
     def decode_url(self, raw: bytes) -> str:
         """A URL as the script returns it (the URL, or its 8-byte hash)."""
@@ -639,7 +636,7 @@ class RedisBackend:
         self._redis_errors = (redis.RedisError, OSError, redis.exceptions.RedisClusterException)
 
     @classmethod
-    def from_config(cls, config: SimhashSettings) -> RedisBackend:
+    def from_config(cls, config: BackendConfig) -> RedisBackend:
         """Connect (``SIMHASH_REDIS_URL``/``REDIS_URL``, ``REDIS_PARAMS``,
         ``SIMHASH_REDIS_CLUSTER``) and ping.
 
@@ -969,7 +966,7 @@ class RedisBackend:
         return self._size
 
 
-def connect(config: SimhashSettings) -> Any:
+def connect(config: BackendConfig) -> Any:
     """The redis-py client the settings describe (``SIMHASH_REDIS_URL``,
     ``REDIS_PARAMS``, ``SIMHASH_REDIS_CLUSTER``, ``SIMHASH_REDIS_TIMEOUT``): the one
     place a crawl's Redis connection is made (the index and the URL rules share it)."""

@@ -5,7 +5,9 @@ row, payload)`` records whose JSON header names its format, the fingerprint
 version, the sketch size and ``max_distance`` (the k of the crawl that created
 it, read by the command line); a payload is the page's sketch
 (:data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS` bytes) followed by
-its URL (UTF-8). The memory backend appends to it during a crawl; it and the command
+its URL (UTF-8), or by the URL's :func:`~scrapy_simhash.backends.hashed_url`
+when it is longer than :data:`MAX_URL_BYTES` (:func:`stored_url`), so that a
+record is never too large to be written. The memory backend appends to it during a crawl; it and the command
 line read it through :func:`read_state`, which refuses a file of another format
 or fingerprint version, so fingerprints of different versions are never compared.
 """
@@ -17,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scrapy_simhash.backends import hashed_url
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature
 from scrapy_simhash.index import LogContents, RecordLog
@@ -25,6 +28,16 @@ from scrapy_simhash.index import LogContents, RecordLog
 STATE_FILE = "simhash.seen"
 #: The ``format`` field of the state file's header.
 STATE_FORMAT = "scrapy-simhash-seen"
+#: Longest URL (UTF-8 bytes) a record keeps; a longer one is kept as its hash.
+#: Far below the record log's largest payload, so every page can be written.
+MAX_URL_BYTES = 1 << 16
+
+
+def stored_url(url: str) -> bytes:
+    """What a state record keeps of ``url``: its UTF-8, or its
+    :func:`~scrapy_simhash.backends.hashed_url` past :data:`MAX_URL_BYTES`."""
+    data = url.encode("utf-8", "surrogatepass")
+    return data if len(data) <= MAX_URL_BYTES else hashed_url(url).encode("ascii")
 
 
 class StateError(ValueError):

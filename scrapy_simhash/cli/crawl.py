@@ -19,11 +19,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
-from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem
+from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem, load_json_line
 from scrapy_simhash.cli.options import Commands, add_distance, int_in
 from scrapy_simhash.cli.output import Progress
 from scrapy_simhash.cli.pairs import build_index, resolve_layout
 from scrapy_simhash.cli.state import load_state
+from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.index.store import salvage
 
@@ -59,7 +60,7 @@ def read_drop_log(path: str, problems: Problems) -> list[Drop]:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = load_json_line(line)
                     event = obj.get("event") or (
                         "skip" if obj.get("action") == "skip" else "drop")
                     if event == "open":
@@ -339,28 +340,36 @@ def cmd_report(args: argparse.Namespace, problems: Problems, progress: Progress)
 def cmd_salvage(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
     from scrapy_simhash.index import CorruptStateError
 
+    from scrapy_simhash.backends.state import state_header, state_path
+
     src = args.broken
     if os.path.isdir(src):
-        from scrapy_simhash.backends.state import state_path
-
         src = state_path(src)
+    # what a header damaged beyond repair is written as: this version's, or --fingerprint-version
+    header = {**state_header(), "fingerprint_version": args.fingerprint_version}
     try:
-        report = salvage(src, args.new)
+        report = salvage(src, args.new, header=header)
     except FileExistsError:
         raise UsageProblem(f"{args.new} exists: salvage writes a new file, choose another "
                            "name") from None
     except CorruptStateError as exc:
-        raise InputError(src, None, f"cannot salvage: {exc.reason} (the header holds the "
-                                    "format and fingerprint version; without it nothing "
-                                    "can be trusted)") from None
+        raise InputError(src, None, f"cannot salvage: {exc.reason}") from None
     except OSError as exc:
         raise InputError(exc.filename or src, None, exc.strerror or str(exc)) from None
     damage = [{"offset": int(o), "length": int(n)} for o, n in report.damage]
     if args.json:
         print(json.dumps({"source": report.source, "destination": report.destination,
                           "records": report.records, "bytes_skipped": report.bytes_skipped,
-                          "damage": damage}))
+                          "damage": damage, "header": report.header}))
         return EXIT_OK
+    if report.header == "repaired":
+        print(f"the header of {report.source} was damaged: one flipped bit undone (its "
+              "checksum confirms the repair)")
+    elif report.header == "replaced":
+        print(f"the header of {report.source} was damaged beyond repair: written anew with "
+              f"format {header['format']}, fingerprint version {header['fingerprint_version']} "
+              f"and {header['sketch_bytes']}-byte sketches (--fingerprint-version N if the "
+              "crawl ran another scrapy-simhash)")
     print(f"{report.destination}: {report.records:,} records copied from {report.source}")
     if damage:
         where = ", ".join(f"byte {d['offset']:,} ({d['length']:,} bytes)" for d in damage[:20])
@@ -404,12 +413,18 @@ def add_commands(commands: Commands) -> None:
     p = commands.add(
         "salvage", cmd_salvage,
         "copy every readable record of a damaged state file into a new one",
-        formats="input: a damaged simhash.seen (or its JOBDIR), which is only read; its "
-                "header (format, fingerprint version) must be readable.\n\noutput: a new "
+        formats="input: a damaged simhash.seen (or its JOBDIR), which is only read. A "
+                "header with one flipped bit is repaired; one damaged beyond that is written "
+                "anew: format, this version's fingerprint version (--fingerprint-version) "
+                "and sketch size.\n\noutput: a new "
                 "state file holding every intact record (NEW_STATE must not exist), and a "
                 "summary: records copied, bytes skipped and where; --json: as one object.",
         example="salvage crawls/site/simhash.seen simhash.seen.salvaged",
     )
     p.add_argument("broken", metavar="BROKEN_STATE")
     p.add_argument("new", metavar="NEW_STATE")
+    p.add_argument("--fingerprint-version", type=int_in(1, 1 << 16), default=FINGERPRINT_VERSION,
+                   metavar="N",
+                   help="the fingerprint version written when the header is damaged beyond "
+                        f"repair (default: this scrapy-simhash's, {FINGERPRINT_VERSION})")
     p.add_argument("--json", action="store_true", help="the summary as one JSON object")

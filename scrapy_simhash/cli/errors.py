@@ -7,8 +7,9 @@ arguments is a :class:`UsageProblem` (exit code 2).
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import IO
+from typing import IO, Any
 
 #: Bad inputs printed before the rest are only counted.
 MAX_REPORTED = 20
@@ -59,3 +60,18 @@ class Problems:
             )
         if self.count:
             print(f"scrapy-simhash: {self.count} bad inputs skipped", file=self.stream)
+
+
+def load_json_line(line: bytes | str) -> Any:
+    """One JSON line of input, parsed; ``ValueError`` for bad JSON and for a
+    string holding a lone surrogate (``"\\ud800"``: no valid Unicode, it could
+    be neither printed nor written), so that such a line is skipped as bad."""
+    obj = json.loads(line)
+    raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    if b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw:  # a surrogate is possible
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start:exc.end].encode("unicode_escape").decode("ascii")
+            raise ValueError(f"a lone surrogate ({bad}) is not valid Unicode") from None
+    return obj

@@ -36,13 +36,12 @@ path), in blocks of :data:`READ_CHUNK` bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import IO, NamedTuple
 
 import numpy as np
 
-from scrapy_simhash.cli.errors import Problems
+from scrapy_simhash.cli.errors import Problems, load_json_line
 from scrapy_simhash.cli.output import Progress
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 
@@ -447,7 +446,7 @@ class _Reader:
                 continue
             where = self.line + i + 1
             try:
-                obj = json.loads(line)
+                obj = load_json_line(line)
             except ValueError as exc:
                 self.problems.add(self.name, where, f"bad JSON: {exc}")
                 continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
-from scrapy_simhash.cli.errors import Problems
+from scrapy_simhash.cli.errors import Problems, load_json_line
 from scrapy_simhash.cli.fingerprints import SKETCH_COLUMN, format_fingerprint
 from scrapy_simhash.cli.options import Commands, add_output, int_in
 from scrapy_simhash.cli.output import Progress, Rows, open_output
@@ -91,7 +90,7 @@ def jsonl_pages(stream: IO[bytes], name: str, problems: Problems) -> Iterator[Pa
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = load_json_line(line)
         except ValueError as exc:
             problems.add(name, line_no, f"bad JSON: {exc}")
             continue

@@ -90,7 +90,7 @@ from lxml.html import HTMLParser as _LxmlHtmlParser
 from lxml.html import HtmlElementClassLookup
 
 try:  # the compiled walk, when the package was built with it
-    from scrapy_simhash.fingerprinting import _walk
+    import scrapy_simhash.fingerprinting._walk as _walk
 except ModuleNotFoundError:  # pragma: no cover - a pure-Python install
     _walk = None
 except (ImportError, ValueError) as exc:  # pragma: no cover - built for another lxml
@@ -282,7 +282,7 @@ def _decode(page: bytes, encoding: str | None) -> tuple[str, bytes | None]:
             continue
         try:
             text = data.decode(name)
-        except UnicodeDecodeError:
+        except ValueError:  # UnicodeError: undefined, punycode, idna... cannot read a page
             continue
         return text, data if name == "utf-8" else None
     return data.decode("utf-8", errors="replace"), None
@@ -888,10 +888,11 @@ class PageText(NamedTuple):
     """A page's main text, and every visible text block it holds."""
 
     main: MainText
-    #: Every visible text block of the page in document order, whatever the
-    #: rules above decided (template, link lists and hidden parts included;
-    #: within the walk's budgets), as ``(text, link characters)``; the title
-    #: first. What the drop decision reads beside the main text, so that a
+    #: Every visible text of the page in document order, whatever the rules
+    #: above decided (template, link lists and hidden parts included; within
+    #: the walk's budgets), as ``(text, link characters)``: the title first,
+    #: the blocks of the walk, and each soft-dropped subtree (a menu, a
+    #: footer) as one block. What the drop decision reads beside the main text, so that a
     #: wrong main text cannot hide what a page holds
     #: (:mod:`scrapy_simhash.fingerprinting.template`).
     blocks: list[tuple[str, int]]
@@ -967,7 +968,6 @@ def _extract(
     # how much text the template's menus, headers and footers hold.
     own = total - landmarks
     limit = GUARD_SHARE * total
-    everything = None
     blocks, block_spans = walker.expand(items, spans, limit, GUARD_SHARE * own)
     keep, kept = _select(blocks)
     enough = max(MIN_KEPT_SHARE * total, MIN_KEPT_CHARS)
@@ -1010,9 +1010,11 @@ def _extract(
                 outside = sum(len(b[0]) for b in blocks)
                 if outside < MIN_KEPT_CHARS:
                     if total > 2 * outside:
+                        main = MainText(title, [], [], [])
+                        if not whole:
+                            return PageText(main, [])
                         return PageText(
-                            MainText(title, [], [], []), _whole(title, everything),
-                            _complete(walker),
+                            main, _whole(title, _all_blocks(items, walker)), _complete(walker)
                         )
                     blocks = everything
                 keep = [True] * len(blocks)
@@ -1025,9 +1027,31 @@ def _extract(
     main = MainText(title, headings, texts, code)
     if not whole:
         return PageText(main, [])
-    if everything is None:
-        everything, _ = walker.expand(items, spans, -1, -1)
-    return PageText(main, _whole(title, everything), _complete(walker))
+    return PageText(main, _whole(title, _all_blocks(items, walker)), _complete(walker))
+
+
+def _all_blocks(items: list, walker: _Walker) -> list:
+    """Every visible block of the page as ``(text, kind, link characters)``:
+    the blocks of the first walk, and each soft-dropped subtree as one block
+    of its text (read by lxml within :data:`MAX_SCAN_CHARS` over the page, no
+    rule applied: a template's menus and footers are blocks like any other)."""
+    out = []
+    left = MAX_SCAN_CHARS
+    for item in items:
+        if item.__class__ is not _Dropped:
+            out.append(item)
+            continue
+        if left <= 0:
+            walker.read = MAX_READ_CHARS  # cut: the page's text is not all there
+            break
+        el = item.el
+        text = etree.tostring(el, method="text", encoding=str, with_tail=False)
+        left -= len(text)
+        text = " ".join(text.split())
+        if text:
+            link = sum(map(len, el.xpath(".//a//text()"))) if item.in_link is False else len(text)
+            out.append((text, item.kind, min(link, len(text))))
+    return out
 
 
 def _complete(walker: _Walker) -> bool:

@@ -25,7 +25,7 @@ from lxml import etree
 from scrapy_simhash.fingerprinting.extract import MainText, PageText, extract, extract_page
 
 try:  # the compiled token loops, when the package was built with them
-    from scrapy_simhash.fingerprinting import _tokens
+    import scrapy_simhash.fingerprinting._tokens as _tokens
 except ImportError:  # pragma: no cover - a pure-Python install
     _tokens = None
 
@@ -86,15 +86,31 @@ _SEPARATORS = (
 )
 
 
+#: Per-page budgets of the features (deterministic: a page past them is read
+#: as its beginning). A text is tokenized from its first MAX_TOKEN_CHARS
+#: characters, and a page's spots and content features come from the first
+#: MAX_PAGE_TOKENS tokens of its main text (blocks, then preformatted blocks).
+#: Pages of Latin script stay below both (extraction keeps ~200,000 characters,
+#: ~40,000 tokens); a page of CJK or Thai text, a token a character or two,
+#: reaches them, and costs no more than the longest Latin-script page
+#: (``make bench-hostile``).
+MAX_TOKEN_CHARS = 100_000
+MAX_PAGE_TOKENS = 50_000
+
+
 def tokenize(text: str) -> list[str]:
     """NFKC, lower-case Unicode word tokens; Han, Kana and Thai as single
-    characters; tokens containing digits left out."""
+    characters; tokens containing digits left out. Only the first
+    :data:`MAX_TOKEN_CHARS` characters are read."""
     return tokenize_many((text,))[0]
 
 
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     """``[tokenize(text) for text in texts]``, the Latin-1 fast path taken once
     for all of them (a page's blocks) rather than once per text."""
+    limit = MAX_TOKEN_CHARS
+    if any(len(text) > limit for text in texts):
+        texts = [text[:limit] for text in texts]
     joined = "\x02".join(texts)
     if joined.count("\x02") != len(texts) - 1:  # a text holds the joiner
         return [_tokenize(text) if "\x02" in text else tokenize(text) for text in texts]
@@ -185,6 +201,8 @@ def _tokenize(text: str) -> list[str]:
                 append(word)
         elif special(word) is None:
             append(word)
+        elif _DIGIT.search(word) is None:  # no part to drop: all of them, at C speed
+            tokens += _PART.findall(word)
         else:
             for part in _PART.findall(word):
                 if _DIGIT.search(part) is None:
@@ -339,13 +357,15 @@ def analyse_main_text(
     tokenized to their tokens."""
     counts: dict[str, float] = {}
     if tokens is None:
-        # Blocks are tokenized together (one regex pass).
-        words = tokenize("\n".join(main.blocks))
+        # Blocks are tokenized together (one Latin-1 pass).
+        lists = tokenize_many(main.blocks)
     else:
-        words = []
-        for block in main.blocks:
-            known = tokens.get(block)
-            words += tokenize(block) if known is None else known
+        lists = [tokens.get(block) for block in main.blocks]
+        missing = [block for block, known in zip(main.blocks, lists) if known is None]
+        if missing:
+            found = iter(tokenize_many(missing))
+            lists = [next(found) if known is None else known for known in lists]
+    words = [token for block in within_budget(lists) for token in block]
     # A chain may run into the next block only after a block's last word.
     spots(words, counts)
     spot_features = len(counts)  # the other keys hold a ":", spots never do
@@ -362,6 +382,19 @@ def analyse_main_text(
                 key = "h:" + token
                 counts[key] = counts.get(key, 0.0) + HEADING_WEIGHT
     return PageFeatures(main, counts, spot_features)
+
+
+def within_budget(token_lists: list[list[str]], budget: int = MAX_PAGE_TOKENS) -> list[list[str]]:
+    """``token_lists`` cut after their first ``budget`` tokens in all (the list
+    reaching it cut short, those after it empty; as many lists as given)."""
+    if sum(map(len, token_lists)) <= budget:
+        return token_lists
+    out = []
+    left = budget
+    for tokens in token_lists:
+        out.append(tokens if len(tokens) <= left else tokens[:left])
+        left -= len(out[-1])
+    return out
 
 
 def analyse_page(
@@ -527,10 +560,11 @@ def _content(
     missing = [text for text in (*main.blocks, *main.code) if text not in known]
     if missing:
         known = {**known, **dict(zip(missing, tokenize_many(missing)))}
-    lists = [known[block] for block in main.blocks]
+    budgeted = within_budget([known[block] for block in (*main.blocks, *main.code)])
+    lists, code = budgeted[: len(main.blocks)], budgeted[len(main.blocks) :]
     share = PROSE_SPOT_SHARE
     chosen = [t for t, c in zip(lists, _spot_counts(lists)) if t and c < share * len(t)]
-    code = [t for t in (known[block] for block in main.code) if t]
+    code = [t for t in code if t]
     chosen += code
     size = sum(map(len, lists)) + sum(map(len, code))
     if sum(map(len, chosen)) < CONTENT_MIN_SHARE * size:

@@ -88,18 +88,55 @@ def simhash(
     return simhash_hashes(np.array(hashes, dtype=_LE_U64), np.array(weights, dtype=np.float64))
 
 
+#: Features whose bits are unpacked at a time (:func:`bit_votes`): a vote needs
+#: ~2.3 MB (their bits, and a ``float64`` copy for a weighted vote) whatever the
+#: number of features (an N x 64 ``float64`` matrix was 150 MB for 300,000).
+SIMHASH_CHUNK = 4096
+
+
+def bit_votes(hashes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Per bit (``float64[64]``, bit 0 first), the weight of the features whose
+    ``uint64`` hash has it set; ``weights=None``: each feature weighs 1 (a count,
+    several times cheaper than a weighted sum)."""
+    h = np.ascontiguousarray(hashes, dtype=_LE_U64)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    ones = np.zeros(64, dtype=np.float64)
+    for start in range(0, len(h), SIMHASH_CHUNK):
+        chunk = h[start : start + SIMHASH_CHUNK]
+        # bits[i, j] = bit j of hash i (little-endian bytes, little bit order).
+        bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        if w is None:
+            ones += bits.sum(axis=0, dtype=np.int64)
+        else:
+            ones += w[start : start + SIMHASH_CHUNK] @ bits
+    return ones
+
+
+def _fingerprint_of_votes(ones: np.ndarray, total: float) -> int:
+    """Bit i set when its votes outweigh the others (more than half ``total``)."""
+    votes = (2.0 * ones > total).astype(np.uint8)
+    return int(np.packbits(votes, bitorder="little").view(_LE_U64)[0])
+
+
 def simhash_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
     """The 64-bit simhash of features given as their ``uint64`` hashes and
     weights (what :func:`simhash` computes once the features are hashed)."""
     if not len(hashes):
         return 0
-    h = np.ascontiguousarray(hashes, dtype=_LE_U64)
     w = np.asarray(weights, dtype=np.float64)
-    # bits[i, j] = bit j of hash i (little-endian bytes, little bit order).
-    bits = np.unpackbits(h.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    ones = w @ bits  # weight voting for 1, per bit
-    votes = (2.0 * ones > w.sum()).astype(np.uint8)
-    return int(np.packbits(votes, bitorder="little").view(_LE_U64)[0])
+    return _fingerprint_of_votes(bit_votes(hashes, w), w.sum())
+
+
+def _unique(hashes: np.ndarray) -> np.ndarray:
+    """``np.unique(hashes)`` of ``uint64`` hashes by a sort (numpy 2's hash-based
+    unique costs several times more on 10^5 of them)."""
+    ordered = np.sort(hashes)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 class FingerprintResult(NamedTuple):
@@ -144,7 +181,7 @@ def fingerprint_of(
         tokens = _all_tokens(main, tokens)
     _, feats, count = analyse_main_text(main, tokens)
     content, size = _content(main, tokens, seed)
-    content = np.unique(content)
+    content = _unique(content)
     count += len(content)
     needed = max(min_features, -(-size // TOKENS_PER_FEATURE))
     if count < needed:
@@ -160,14 +197,11 @@ def fingerprint_of(
         return FingerprintResult(None, count, reason)
     hashes = feature_hashes(feats, seed)
     weights = np.fromiter(feats.values(), dtype=np.float64, count=len(feats))
-    return FingerprintResult(
-        simhash_hashes(
-            np.concatenate([hashes, content]),
-            np.concatenate([weights, np.full(len(content), CONTENT_WEIGHT)]),
-        ),
-        count,
-        None,
-    )
+    # simhash_hashes of both together; the content features, of one weight and
+    # up to 10^5 of them, counted rather than weighed
+    ones = bit_votes(hashes, weights) + CONTENT_WEIGHT * bit_votes(content)
+    total = weights.sum() + CONTENT_WEIGHT * len(content)
+    return FingerprintResult(_fingerprint_of_votes(ones, total), count, None)
 
 
 def fingerprint(

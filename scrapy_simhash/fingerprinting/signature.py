@@ -55,7 +55,7 @@ import numpy as np
 import xxhash
 from lxml import etree
 
-from scrapy_simhash.fingerprinting import features as _features
+import scrapy_simhash.fingerprinting.features as _features
 from scrapy_simhash.fingerprinting.extract import PageText
 from scrapy_simhash.fingerprinting.features import (
     read_page,
@@ -140,10 +140,9 @@ def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Eviden
         return Evidence(EMPTY_SKETCH, hashes)
     known = template is not None and template.known
     own = range(len(folded))
-    trusted = False
     if known:
-        own = [i for i, common in enumerate(template.template_mask(hashes).tolist()) if not common]
-        trusted = _trusted(page, folded, sizes, template.recurring_mask(hashes).tolist())
+        counts = template.counts(hashes)
+        own = np.flatnonzero(counts < template.threshold()).tolist()
     total = linked = 0
     blocks = page.blocks
     for i in own:
@@ -152,16 +151,22 @@ def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Eviden
             linked += sizes[i]
     parts = [folded[i] for i in own]
     sketchable = known and total >= SMALL_OWN and 2 * linked < total
+    trusted = sketchable and _trusted(page, folded, sizes, (counts >= template.needed).tolist())
     meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
-    main = page.main
-    main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
+    # A sketch is made only where a path of the decision reads it (else zeros).
+    own_bins = shingle_sketch(parts)[:OWN_BINS] if sketchable else bytes(OWN_BINS)
+    main_bins = bytes(MAIN_BINS)
+    if sketchable and trusted:
+        main = page.main
+        main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
+        main_bins = shingle_sketch(main_parts)[:MAIN_BINS]
     return Evidence(
-        shingle_sketch(parts)[:OWN_BINS]
+        own_bins
         + _exact(parts).to_bytes(6, "little")
         + _exact(folded).to_bytes(6, "little")
         + (min(everything, _WORDS_MASK) | _TRUSTED * trusted).to_bytes(2, "little")
         + meta.to_bytes(2, "little")
-        + shingle_sketch(main_parts)[:MAIN_BINS],
+        + main_bins,
         hashes,
     )
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from itertools import repeat
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -87,25 +88,19 @@ class SiteTemplate:
         and :data:`TEMPLATE_SHARE` of the pages learned."""
         return max(self.needed, math.ceil(TEMPLATE_SHARE * self.pages))
 
-    def template_mask(self, hashes: np.ndarray) -> np.ndarray:
-        """``bool`` per block: True where the block is template."""
-        return self._mask(hashes, self.threshold())
-
-    def recurring_mask(self, hashes: np.ndarray) -> np.ndarray:
-        """``bool`` per block: True where the block is on :attr:`needed`
-        learned pages or more, template or not (a paragraph other pages quote
-        too): what a page's main text must not be mostly made of for the
-        main text to be trusted (:mod:`~scrapy_simhash.fingerprinting.signature`)."""
-        return self._mask(hashes, self.needed)
-
-    def _mask(self, hashes: np.ndarray, least: int) -> np.ndarray:
+    def counts(self, hashes: np.ndarray) -> np.ndarray:
+        """Learned pages holding each block (``int64``; 0 for a block never
+        counted): compare with :meth:`threshold` for the template, with
+        :attr:`needed` for the blocks other pages repeat."""
         counts = self._counts
         if not counts or not len(hashes):
-            return np.zeros(len(hashes), dtype=bool)
-        get = counts.get
-        return np.fromiter(
-            (get(h, 0) >= least for h in hashes.tolist()), dtype=bool, count=len(hashes)
-        )
+            return np.zeros(len(hashes), dtype=np.int64)
+        return np.fromiter(map(counts.get, hashes.tolist(), repeat(0)), dtype=np.int64,
+                           count=len(hashes))
+
+    def template_mask(self, hashes: np.ndarray) -> np.ndarray:
+        """``bool`` per block: True where the block is template."""
+        return self.counts(hashes) >= self.threshold()
 
     def learn(self, hashes: np.ndarray) -> None:
         """Count a kept page's blocks (each distinct block once)."""

@@ -25,6 +25,12 @@ import numpy as np
 F = 64
 _ALL = (1 << F) - 1
 
+#: Tables a layout may have at most: each costs 8 bytes a stored fingerprint and a
+#: probe per query, and building them costs time and memory before the first page
+#: (64 one-bit blocks at k=6 would be C(64, 6) = 74,974,368 tables). The planner's
+#: layouts stay far below (286 at k=10).
+MAX_TABLES = 1000
+
 # Planner cost model, in microseconds, measured on this index (numpy): the fixed
 # cost of probing one table, and the cost of comparing one candidate.
 TABLE_COST = 1.0
@@ -109,7 +115,23 @@ class TableLayout:
                     f"inner blocks {inner}: need more than k={self.k} positive widths")
             if self.k == 0:
                 raise ValueError("a two-level layout needs k >= 1")
+        count = self.table_count(len(self.blocks), self.k, self.inner)
+        if count > MAX_TABLES:
+            raise ValueError(
+                f"{len(self.blocks)} blocks"
+                + ("" if self.inner is None else f" and {len(self.inner)} inner blocks")
+                + f" with k={self.k} make {count:,} tables, more than {MAX_TABLES:,} "
+                f"(each costs 8 bytes a fingerprint and a probe a page: "
+                f"{8 * count / 2**30 * 1e6:,.1f} GiB a million pages); use fewer, wider blocks"
+            )
         self.tables = self._tables()
+
+    @staticmethod
+    def table_count(blocks: int, k: int, inner: tuple[int, ...] | None = None) -> int:
+        """Tables of a layout of ``blocks`` blocks (and ``inner`` second-level
+        blocks), counted without building them."""
+        count = math.comb(blocks, k)
+        return count if inner is None else count * math.comb(len(inner), k)
 
     def _tables(self) -> tuple[Table, ...]:
         starts, top = [], F

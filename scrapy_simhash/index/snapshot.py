@@ -29,15 +29,30 @@ import os
 import struct
 import uuid
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from scrapy_simhash.index.layout import TableLayout
 from scrapy_simhash.index.store import CorruptStateError, LogContents, RecordLog
 
-if TYPE_CHECKING:
-    from scrapy_simhash.index.tables import SimhashIndex
+class SimhashIndex(Protocol):
+    """What saving and loading need of an index
+    (:class:`scrapy_simhash.index.tables.SimhashIndex`, which calls them): this
+    module never imports it."""
+
+    k: int
+    layout: TableLayout
+    compress: bool
+    fingerprint_version: int | None
+    _log: RecordLog | None
+    _path: str | None
+
+    def __init__(self, k: int, layout: Any, expected_size: int, compress: bool,
+                 **kwargs: Any) -> None: ...
+    def entries(self) -> tuple[np.ndarray, np.ndarray]: ...
+    def _add_arrays(self, fps: np.ndarray, keys: np.ndarray) -> None: ...
+    def _remove(self, key: int) -> bool: ...
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,9 @@ looks at every later byte offset for a record that does check:
   where the next valid record starts; nothing is cut or rewritten, and
   :func:`salvage` copies every intact record into a new log.
 
-A bad magic, an unknown version or a bad header is corruption too.
+A bad magic, an unknown version or a bad header is corruption too; :func:`salvage`
+undoes one flipped bit in the header, and writes the caller's header when the
+damage is larger.
 
 Durability. Each record (or batch, :meth:`RecordLog.append_many`) is one
 ``write`` to the unbuffered file, so a process crash (``kill -9``) loses at most
@@ -133,13 +135,16 @@ class _Tail(NamedTuple):
 
 class SalvageReport(NamedTuple):
     """What :func:`salvage` copied: ``records`` kept, ``bytes_skipped`` and the
-    ``damage`` as ``(offset, length)`` byte ranges of the source."""
+    ``damage`` as ``(offset, length)`` byte ranges of the source; ``header``:
+    ``"read"``, ``"repaired"`` (a damaged header restored exactly, its checksum
+    confirming it) or ``"replaced"`` (unreadable: the caller's header written)."""
 
     source: str
     destination: str
     records: int
     bytes_skipped: int
     damage: list
+    header: str = "read"
 
 
 def _encode_header(path, header: dict) -> bytes:
@@ -182,6 +187,50 @@ def _parse_header(path, data: bytes) -> tuple[dict, int]:
     if not isinstance(header, dict):
         raise CorruptStateError(path, pos, "the JSON header is not an object")
     return header, pos + hlen
+
+
+def _repair_header(data: bytes) -> tuple[dict | None, int]:
+    """A damaged header restored, and the offset of the first record.
+
+    The preamble's magic and version are known; the records start at the first
+    valid record after it (JSON text is never one: its bytes make impossible
+    lengths), which also tells the header's length. The header's JSON is taken
+    when its CRC-32 matches as it is, after flipping one of its bits, or
+    against the stored CRC with one bit flipped: one flipped bit anywhere in the
+    header is undone exactly (CRC-32 tells every 1- and 2-bit error apart at
+    this length). None when the damage is larger."""
+    size = len(data)
+    first = _next_record(data, _PREAMBLE.size) if size > _PREAMBLE.size else None
+    if size < _PREAMBLE.size:
+        return None, size
+    magic, version, hlen, hcrc = _PREAMBLE.unpack_from(data, 0)
+    flipped = (int.from_bytes(magic, "little") ^ int.from_bytes(MAGIC, "little")).bit_count()
+    if flipped + (version ^ VERSION).bit_count() > 1:  # not one flipped bit: another file
+        return None, size if first is None else first
+    start = first
+    if start is None:  # no record: the header runs to its length, or to the end
+        start = _PREAMBLE.size + hlen if _PREAMBLE.size + hlen <= size else size
+    raw = bytearray(data[_PREAMBLE.size:start])
+    if len(raw) > 4096:  # not a header this code wrote (and too long to try each bit)
+        return None, start
+    candidates = []
+    if zlib.crc32(raw) == hcrc or any(zlib.crc32(raw) == hcrc ^ (1 << b) for b in range(32)):
+        candidates.append(bytes(raw))
+    else:
+        for i in range(len(raw)):
+            for bit in range(8):
+                raw[i] ^= 1 << bit
+                if zlib.crc32(raw) == hcrc:
+                    candidates.append(bytes(raw))
+                raw[i] ^= 1 << bit
+    for text in candidates:
+        try:
+            header = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(header, dict):
+            return header, start
+    return None, start
 
 
 def _check(data: bytes, pos: int) -> tuple[int, str]:
@@ -471,18 +520,36 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def salvage(src, dst) -> SalvageReport:
+def salvage(src, dst, header: dict | None = None) -> SalvageReport:
     """Copy every intact record of the damaged log ``src`` into a new log
     ``dst`` with the same header: after each damaged stretch, reading resumes
     at the next offset holding a valid record. ``src`` is only read; ``dst``
-    must not exist. Raises :class:`CorruptStateError` when the header itself is
-    unreadable (there is then no format or version to trust)."""
+    must not exist. A damaged header is repaired when one bit of it flipped
+    (its CRC tells which); beyond that, ``header`` is written instead (what the
+    caller knows the file held), or :class:`CorruptStateError` is raised
+    without it (there is then no format or version to trust) or when no valid
+    record follows."""
     src, dst = os.fspath(src), os.fspath(dst)
     if os.path.exists(dst):
         raise FileExistsError(errno.EEXIST, f"{dst} exists; salvage writes a new file", dst)
     with open(src, "rb") as stream:
         data = stream.read()
-    header, pos = _parse_header(src, data)
+    how = "read"
+    try:
+        header_read, pos = _parse_header(src, data)
+    except CorruptStateError as exc:
+        header_read, pos = _repair_header(data)
+        how = "repaired"
+        if header_read is None:
+            if header is None or _next_record(data, pos) is None:  # or nothing to save
+                raise
+            header_read, how = dict(header), "replaced"
+        logger.warning(
+            "The header of %(src)s is damaged (%(reason)s): %(how)s",
+            {"src": src, "reason": exc.reason,
+             "how": "one flipped bit undone, its checksum confirms it" if how == "repaired"
+             else f"written anew as {json.dumps(header_read, sort_keys=True)}"})
+    header = header_read
     size = len(data)
     fps: list[int] = []
     keys: list[int] = []
@@ -512,4 +579,4 @@ def salvage(src, dst) -> SalvageReport:
             "bytes at %(where)s",
             {"records": len(fps), "src": src, "dst": dst, "skipped": skipped,
              "where": ", ".join(f"byte {offset} ({length} bytes)" for offset, length in damage)})
-    return SalvageReport(src, dst, len(fps), skipped, damage)
+    return SalvageReport(src, dst, len(fps), skipped, damage, how)

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scrapy_simhash.index import snapshot
+import scrapy_simhash.index.snapshot as snapshot
 from scrapy_simhash.index.layout import F, TableLayout
 from scrapy_simhash.index.store import RecordLog
 
