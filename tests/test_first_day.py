@@ -96,7 +96,8 @@ def test_every_name_the_code_reads_is_known():
 
     read = set()
     for path in (ROOT / "scrapy_simhash").rglob("*.py"):
-        read |= set(re.findall(r"\bSIMHASH_[A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8")))
+        read |= set(re.findall(r"""["'](SIMHASH_[A-Z_]*[A-Z])["']""",
+                               path.read_text(encoding="utf-8")))
     assert read - set(DEFAULTS) == set()
 
 
@@ -293,11 +294,13 @@ async def test_the_command_line_decides_as_the_crawl_did(site, crawled):
 @deferred_f_from_coro_f
 async def test_find_all_reads_a_redis_index(site, redis_url, redis_client):
     serve_copies(site)
-    await crawl(LinkSpider, {**ADDON, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_url,
-                             "SIMHASH_MAX_DISTANCE": 5}, base=site.base)
+    crawler = await crawl(LinkSpider, {**ADDON, "SIMHASH_BACKEND": "redis",
+                                       "SIMHASH_REDIS_URL": redis_url,
+                                       "SIMHASH_MAX_DISTANCE": 5}, base=site.base)
+    stored = crawler.stats.get_value("simhash/index_size")
     proc = run("find-all", redis_url, "--key", "links:simhash", check=0)
-    assert f"{redis_url} links:simhash: 5 pages the crawl stored; decided as the crawl " \
-           "decides, at k=5" in proc.stderr
+    assert f"{redis_url} links:simhash: {stored} pages the crawl stored; decided as the " \
+           "crawl decides, at k=5, the crawl's SIMHASH_MAX_DISTANCE" in proc.stderr
     proc = run("query", "-i", "-", "--index", redis_url, "--key", "links:simhash",
                input="", check=1)
     proc = run("find-all", redis_url, check=2)
