@@ -5,6 +5,7 @@ PY      = $(VENV)/bin/python
 MIN_VENV ?= .venv-min
 MIN_SCRAPY ?= scrapy==2.13.4
 DEMO_VENV ?= .venv-demo
+DOCS_VENV ?= .venv-docs
 # pip's "new version available" notice is noise in a make run.
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # setuptools' notice for an editable install of a flat layout ("be careful with folders
@@ -72,8 +73,17 @@ demo: $(DEMO_VENV)/.stamp
 	$(DEMO_VENV)/bin/python example_project/run_demo.py
 
 # The documentation site (docs/), warnings as errors; tests/test_docs.py builds it too.
-docs: venv
-	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+# A venv of its own: the runtime dependencies and the docs extra (docs/requirements.py
+# reads them from pyproject.toml), not the development one with pyspark; Sphinx imports
+# the package from the checkout. --no-compile: no .pyc written at install time.
+$(DOCS_VENV)/.stamp: pyproject.toml docs/requirements.py
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python docs/requirements.py > $(DOCS_VENV)/requirements.txt
+	$(DOCS_VENV)/bin/python -m pip install -q --no-compile -r $(DOCS_VENV)/requirements.txt
+	touch $@
+
+docs: $(DOCS_VENV)/.stamp
+	$(DOCS_VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "open docs/_build/html/index.html"
 
 # The documentation sites of the evaluation corpus, from Debian 12's documentation
@@ -136,4 +146,4 @@ bench-crawl: venv
 	$(PY) -m bench.crawl_harness docs3/eigen-3.4 docs3/commons-lang3-3.12 docs2/postgresql-15 --append
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so scrapy_simhash/fingerprinting/_tokens.c scrapy_simhash/fingerprinting/_tokens.html scrapy_simhash/fingerprinting/_tokens.*.so build
+	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) $(DOCS_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so scrapy_simhash/fingerprinting/_tokens.c scrapy_simhash/fingerprinting/_tokens.html scrapy_simhash/fingerprinting/_tokens.*.so build

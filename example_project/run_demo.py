@@ -271,11 +271,14 @@ def summarize(
 
     print(f"\nCrawled {len(result.fetched)} pages of {result.base_url}/ with scrapy-simhash (k={k}):",
           file=out)
-    print(f"  kept    {len(result.kept):>4} pages     {len(result.items)} articles and products scraped",
-          file=out)
-    print(f"  dropped {len(result.drops):>4} pages     near-duplicates of kept pages: "
+    kept = set(result.kept)
+    again = len(result.kept) - len(kept)
+    print(f"  kept          {len(kept):>4} pages  {len(result.items)} articles and products scraped"
+          + (f" ({len(result.kept)} responses: {_count('page', again)} fetched again through "
+             "a link, never dropped as a copy of its own URL)" if again else ""), file=out)
+    print(f"  dropped       {len(result.drops):>4} pages  near-duplicates of kept pages: "
           + ", ".join(_count(kind, n) for kind, n in drops_by_kind.most_common()), file=out)
-    print(f"  saved   {len(saved):>4} requests  links seen only on dropped pages, never requested"
+    print(f"  not followed  {len(saved):>4} links  found only on dropped pages, never requested"
           + (": " + ", ".join(_count(kind, n) for kind, n in saved_kinds.most_common())
              if saved else ""), file=out)
     if hist:
@@ -370,7 +373,8 @@ def rules_table(result: CrawlResult, off: CrawlResult, out=sys.stdout) -> list[t
     saved = len(off.fetched) - len(result.fetched)
     if off.fetched:
         print(f"  URL rules saved {saved} of {len(off.fetched)} fetches "
-              f"({100 * saved / len(off.fetched):.0f}%).", file=out)
+              f"({100 * saved / len(off.fetched):.0f}%): {len(result.fetched)} pages fetched "
+              f"with them, {len(off.fetched)} without.", file=out)
     rules = learned_rules(result)
     if rules:
         print("\nURL rules learned (support: pairs of URLs seen to show one page, at most two"

@@ -58,6 +58,11 @@ SYNC_INTERVAL = 0.5
 MIDDLEWARE_ORDER = 80  # after OffsiteMiddleware (50), before RobotsTxt (100) and the rest
 
 
+def _count(number: int, noun: str) -> str:
+    """``1 rule``, ``2 rules``."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+
+
 class SkippedByRule(IgnoreRequest):
     """A request was not downloaded: a learned URL rule maps it to a kept page."""
 
@@ -150,13 +155,24 @@ class UrlRulesMiddleware:
         replay(self.book, events)
         self.stats.set_value("simhash/rules_active", self.book.active_count)
         logger.info(
-            "URL rules (SIMHASH_RULES=%(mode)s): %(active)d active, %(rules)d learned, "
-            "from %(events)d stored events in %(where)s",
-            {"mode": self.settings.mode, "active": self.book.active_count,
-             "rules": len(self.book.rules), "events": len(events),
+            "URL rules (SIMHASH_RULES=%(mode)s%(dry)s): %(active)s, %(rules)s learned, "
+            "from %(events)s in %(where)s",
+            {"mode": self.settings.mode, "dry": self._dry_run(),
+             "active": _count(self.book.active_count, "active rule"),
+             "rules": _count(len(self.book.rules), "rule"),
+             "events": _count(len(events), "stored event"),
              "where": self._where()},
             extra={"spider": spider},
         )
+
+    def _dry_run(self) -> str:
+        """Why no request is skipped although the rules are learned, if that is so."""
+        if self.settings.mode == "learn":
+            return ": learned and counted, no request skipped"
+        if not self.apply:
+            return (", but SIMHASH_ACTION=log is a dry run: learned and counted, no request "
+                    "skipped")
+        return ""
 
     def _open_log(self, spider_name: str) -> FileRuleLog | RedisRuleLog | None:
         if self.config.backend == "redis":
@@ -185,13 +201,22 @@ class UrlRulesMiddleware:
             self._audit.close()
             self._audit = None
         self.stats.set_value("simhash/rules_active", self.book.active_count)
+        rules = self.book.rules.values()
+        if self.apply:
+            outcome = _count(self.stats.get_value("simhash/requests_skipped_count", 0),
+                             "request") + " skipped"
+        else:
+            outcome = (_count(self.stats.get_value("simhash/requests_skippable_count", 0),
+                              "request") + " would have been skipped (none was)")
         logger.info(
-            "URL rules: %(active)d active, %(retired)d retired, %(learned)d learned; "
-            "%(skipped)d requests skipped",
-            {"active": self.book.active_count,
-             "retired": sum(r.retired for r in self.book.rules.values()),
-             "learned": len(self.book.rules),
-             "skipped": self.stats.get_value("simhash/requests_skipped_count", 0)},
+            "URL rules: %(active)s, %(retired)s, %(rejected)s, %(learned)s learned; "
+            "%(outcome)s",
+            {"active": _count(self.book.active_count, "active rule"),
+             "retired": _count(sum(r.retired and r.was_active for r in rules), "retired rule"),
+             "rejected": _count(sum(r.retired and not r.was_active for r in rules),
+                                "rejected candidate"),
+             "learned": _count(len(self.book.rules), "rule"),
+             "outcome": outcome},
             extra={"spider": spider},
         )
 

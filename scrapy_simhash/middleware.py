@@ -21,8 +21,10 @@ is an object with an ``"event"``:
   (pages already in the index) and ``settings`` (the effective settings);
 - ``"drop"``, one per near-duplicate (in every action): ``time``, ``spider``,
   ``url``, ``duplicate_of``, ``distance``, ``fingerprint`` and
-  ``duplicate_fingerprint`` (16 hex digits), ``action`` and ``spot_signatures``
-  (distinct spot signatures of the page's main text);
+  ``duplicate_fingerprint`` (16 hex digits), ``action``, ``spot_signatures``
+  (distinct spot signatures of the page's main text), and what reproduces the
+  decision against the kept page's stored signature: ``sketch`` (the page's
+  sketch, hex) and ``k`` (``SIMHASH_MAX_DISTANCE``);
 - ``"skip"``, one per request the URL rules skipped before download
   (:mod:`scrapy_simhash.downloadermiddleware`): ``time``, ``spider``, ``url``,
   ``duplicate_of``, ``rule``;
@@ -56,6 +58,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from w3lib.url import canonicalize_url
 
 from scrapy_simhash import __version__
+from scrapy_simhash import keys
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backends import (
     Backend,
@@ -86,6 +89,12 @@ _VERBS = {
     "drop": "Dropped",
     "drop_outlinks": "Dropped the outlinks of",
     "log": "Found",
+}
+#: What became of the page, where the verb does not say it.
+_KEPT = {
+    "drop": "",
+    "drop_outlinks": "",
+    "log": ", kept: SIMHASH_ACTION = log is a dry run",
 }
 
 
@@ -181,8 +190,13 @@ class SimhashMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
         """Validate the settings and open the index, or stop the crawl before it starts."""
+        for name, close in SimhashSettings.unknown(crawler.settings):
+            logger.warning(
+                "Unknown setting %(name)s: scrapy-simhash ignores it%(hint)s",
+                {"name": name, "hint": f" (did you mean {close}?)" if close else ""},
+            )
         try:
-            config = SimhashSettings.from_settings(crawler.settings)
+            config = SimhashSettings.from_crawler(crawler)
         except ValueError as exc:
             start_failed(exc)
             raise
@@ -380,7 +394,11 @@ class SimhashMiddleware:
             # never dropped; indexed like any other page when it is new
             self.stats.inc_value("simhash/kept_dont_filter_count")
             return
-        self._report(response, result, duplicate)
+        if request is not None:
+            # a mark a callback (log, drop_outlinks) or an errback (drop) can read
+            request.meta[keys.DUPLICATE_OF] = duplicate.url
+            request.meta[keys.DISTANCE] = duplicate.distance
+        self._report(response, sig.sketch, result, duplicate)
         if self.action == "drop":
             raise NearDuplicate(
                 response,
@@ -428,7 +446,9 @@ class SimhashMiddleware:
 
     # -- reporting ------------------------------------------------------------
 
-    def _report(self, response: Response, result: FingerprintResult, duplicate: Duplicate) -> None:
+    def _report(
+        self, response: Response, sketch: bytes, result: FingerprintResult, duplicate: Duplicate
+    ) -> None:
         stats = self.stats
         stats.inc_value("simhash/duplicate_count")
         stats.inc_value(f"simhash/duplicate_distance_count/{duplicate.distance}")
@@ -442,6 +462,10 @@ class SimhashMiddleware:
             "duplicate_fingerprint": f"{duplicate.fingerprint:016x}",
             "action": self.action,
             "spot_signatures": result.feature_count,
+            # what reproduces the decision: the page's signature and k (`scrapy-simhash
+            # explain URL KEPT_URL --state JOBDIR --drop-log FILE`)
+            "sketch": sketch.hex(),
+            "k": self.config.max_distance,
         }
         # Like DUPEFILTER_DEBUG: the first drop at SIMHASH_LOG_LEVEL with a
         # hint, the others at DEBUG unless SIMHASH_DEBUG.
@@ -451,16 +475,17 @@ class SimhashMiddleware:
             if self._drops_logged:
                 level = logging.DEBUG
             else:
+                what = "drops" if self.action == "drop" else "near-duplicates"
                 hint = (
-                    f"; later drops are logged at DEBUG (set SIMHASH_DEBUG = True to log "
-                    f"every drop at {logging.getLevelName(self.log_level)})"
+                    f"; later {what} are logged at DEBUG (set SIMHASH_DEBUG = True to log "
+                    f"every one at {logging.getLevelName(self.log_level)})"
                 )
         self._drops_logged += 1
         if drop_logger.isEnabledFor(level):
             drop_logger.log(
                 level,
                 "%(verb)s %(response)s: a near-duplicate of <%(duplicate_of)s> "
-                "(distance %(distance)d%(features)s)%(hint)s",
+                "(distance %(distance)d%(features)s)%(kept)s%(hint)s",
                 {
                     "verb": _VERBS[self.action],
                     "response": response,
@@ -471,6 +496,7 @@ class SimhashMiddleware:
                         if result.feature_count
                         else ""  # unknown: an overridden signature_response did not count
                     ),
+                    "kept": _KEPT[self.action],
                     "hint": hint,
                 },
                 extra={"spider": spider, "simhash": record},

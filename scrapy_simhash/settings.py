@@ -12,10 +12,11 @@ setting and the bad value, instead of being noticed (or not) mid-crawl.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.settings import BaseSettings
 
@@ -24,6 +25,9 @@ from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, U
 from scrapy_simhash.backends.state import STATE_FILE
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 ACTIONS = ("drop", "drop_outlinks", "log")
 ON_ERROR = ("keep", "stop")
@@ -166,6 +170,28 @@ SETTINGS: tuple[SettingSpec, ...] = (
 #: ``SIMHASH_*`` name -> default.
 DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in SETTINGS}
 
+#: The prefix of every setting of scrapy-simhash: a name with it that
+#: :data:`SETTINGS` does not list is a typo (:func:`unknown_settings`).
+PREFIX = "SIMHASH_"
+#: The spider argument that empties the index, as ``-a simhash_reset=1``
+#: (scrapy-deltafetch's ``deltafetch_reset``); it overrides ``SIMHASH_RESET``.
+RESET_ARGUMENT = "simhash_reset"
+
+
+def unknown_settings(settings: BaseSettings) -> list[tuple[str, str | None]]:
+    """Each ``SIMHASH_*`` name set that :data:`SETTINGS` does not list, with the
+    closest known name (None when none is close): a misspelt setting would
+    otherwise be ignored without a word."""
+    # compared without the shared prefix, which would make every name look close
+    known = [name[len(PREFIX):] for name in DEFAULTS]
+    found = []
+    for name in sorted(str(n) for n in settings):
+        if name.upper().startswith(PREFIX) and name not in DEFAULTS:
+            close = difflib.get_close_matches(name.upper()[len(PREFIX):], known, n=1,
+                                              cutoff=0.6)
+            found.append((name, PREFIX + close[0] if close else None))
+    return found
+
 
 def _invalid(name: str, value: Any, expected: str) -> ValueError:
     return ValueError(f"Invalid {name} setting: {value!r} ({expected})")
@@ -232,6 +258,26 @@ class SimhashSettings:
             redis_urls=_get_choice(settings, "SIMHASH_REDIS_URLS", URL_FORMATS),
             max_unchecked_share=_get_float(settings, "SIMHASH_MAX_UNCHECKED_SHARE", 0, 1),
         )
+
+    @staticmethod
+    def unknown(settings: BaseSettings) -> list[tuple[str, str | None]]:
+        """:func:`unknown_settings`: the ``SIMHASH_*`` names set that are typos."""
+        return unknown_settings(settings)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimhashSettings:
+        """:meth:`from_settings`, and the spider argument ``simhash_reset``
+        (``-a simhash_reset=1``), which overrides ``SIMHASH_RESET``."""
+        config = cls.from_settings(crawler.settings)
+        value = getattr(getattr(crawler, "spider", None), RESET_ARGUMENT, None)
+        if value is None:
+            return config
+        try:
+            reset = BaseSettings({RESET_ARGUMENT: value}).getbool(RESET_ARGUMENT)
+        except ValueError:
+            raise ValueError(f"Invalid spider argument {RESET_ARGUMENT}: {value!r} "
+                             "(expected 1 or 0, true or false)") from None
+        return replace(config, reset=reset)
 
     def summary(self) -> dict[str, Any]:
         """The effective settings as plain JSON values (logged and written at open)."""

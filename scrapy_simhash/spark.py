@@ -28,7 +28,7 @@ reducers merge. Here Spark does that with the same pieces the crawler uses:
 Fingerprints are unsigned 64-bit; Spark has no unsigned type, so they travel as
 ``bigint`` holding the same 64 bits (two's complement), which ``bit_count``,
 ``^`` and equality treat exactly; :func:`to_unsigned` and :func:`from_unsigned`
-convert. Requires ``pip install 'scrapy-simhash[spark]'`` and a Java runtime.
+convert. Requires the ``spark`` extra (``pip install '.[spark]'`` in a checkout) and a Java runtime.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scrapy_simhash.extras import needs
 from scrapy_simhash.index import TableLayout
 
 if TYPE_CHECKING:
@@ -64,10 +65,8 @@ MAX_SPARK_TABLES = 64
 #: as not converging (each pair of steps at least halves what is left in practice).
 MAX_STAR_ROUNDS = 64
 
-_INSTALL_HINT = (
-    "scrapy_simhash.spark needs pyspark and a Java runtime: "
-    "pip install 'scrapy-simhash[spark]' (and e.g. Debian's openjdk-17-jre-headless)"
-)
+_INSTALL_HINT = needs("scrapy_simhash.spark", "pyspark", "spark") + (
+    "; it needs a Java runtime too (e.g. Debian's openjdk-17-jre-headless)")
 
 
 def _functions() -> Any:

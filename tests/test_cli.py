@@ -477,8 +477,9 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
     assert [r[1:] for r in rows] == [[str(int(fps[0])), "1", "1000"],
                                      [str(int(fps[1])), "3", "1001"]]
     assert proc.stderr.splitlines() == [
-        "scrapy-simhash: FP arguments: no sketches: matches decided on fingerprints alone "
-        "within 3 bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
+        "scrapy-simhash: FP arguments: no sketches (write FP:SKETCH, the drop log's "
+        "fingerprint and sketch fields, or read the drop log with -i): matches decided on "
+        "fingerprints alone within 3 bits, not confirmed by sketches as a crawl does (`scrapy-simhash "
         "fingerprint` writes them; --no-confirm silences this)"]
 
     # a list with sketches against the state: matches confirmed by the stored sketches
@@ -495,8 +496,12 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
     assert table(proc.stdout)[1] == [
         ["q0", h0, h0, "0", urls[0]], ["q0", h0, f"{int(fps[1]):016x}", "2", urls[1]],
         ["q-1", ha, ha, "0", urls[-1]]]
-    assert proc.stderr == ("scrapy-simhash: 3 matches within 6 bits confirmed by their "
-                           "sketches, as a crawl decides (1 candidate not confirmed)\n")
+    assert proc.stderr == (
+        f"scrapy-simhash: {jobdir / 'simhash.seen'}: 300 pages the crawl stored; decided as "
+        "the crawl decides, at k=6 (the default: this state does not record the crawl's k), "
+        "confirmed by their sketches\n"
+        "scrapy-simhash: 3 matches within 6 bits confirmed by their "
+        "sketches, as a crawl decides (1 candidate not confirmed)\n")
     proc = run("query", "-i", lst, "--index", jobdir, "--no-confirm", check=0)
     assert ["q-1", ha, hb, "1", urls[-2]] in table(proc.stdout)[1] and proc.stderr == ""
     proc = run("query", "-i", lst, "--index", tmp_path / "index.snapshot", check=0)

@@ -95,7 +95,7 @@ def test_urls_of_a_crawl_state_and_pages_in_json_lines(pages, tmp_path):
     assert data["near_duplicates"] is True and "features" not in data
     assert data["a"]["features"] is None  # a state keeps no page
     text = run("explain", "http://x/a", "http://x/a-edited", "--state", jobdir, check=0).stdout
-    assert "keeps fingerprints, sketches and URLs only" in text
+    assert "from the crawl's state, which keeps its fingerprint and sketch only" in text
 
     lines = tmp_path / "pages.jsonl"
     lines.write_text(json.dumps({"url": "http://x/a", "html": a}) + "\n"

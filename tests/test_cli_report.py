@@ -134,7 +134,8 @@ def test_plot_without_matplotlib_fails_first(tmp_path):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [
-        "scrapy-simhash: error: --plot needs matplotlib: pip install 'scrapy-simhash[plot]'"]
+        "scrapy-simhash: error: --plot needs matplotlib, which is not installed: pip install "
+        "'matplotlib>=3.7' (or, in a checkout of scrapy-simhash: pip install '.[plot]')"]
     assert not (tmp_path / "x.png").exists()
 
 

@@ -19,6 +19,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 import scrapy_simhash
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash import signals as simhash_signals
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.memory import MemoryBackend
@@ -255,8 +256,9 @@ async def test_audit_file_and_signal(site, tmp_path):
     opened, entry, closed = map(json.loads, log_file.read_text(encoding="utf-8").splitlines())
     assert set(entry) == {
         "event", "time", "spider", "url", "duplicate_of", "distance",
-        "fingerprint", "duplicate_fingerprint", "action", "spot_signatures",
+        "fingerprint", "duplicate_fingerprint", "action", "spot_signatures", "sketch", "k",
     }  # fmt: skip
+    assert entry["k"] == DEFAULT_MAX_DISTANCE and len(bytes.fromhex(entry["sketch"])) == SKETCH_BINS
     assert entry["event"] == "drop"
     assert entry["spider"] == "site"
     assert entry["url"] == site.url("/b")

@@ -178,11 +178,14 @@ def test_run_demo_end_to_end(tmp_path):
         env=_env(), capture_output=True, text=True, timeout=240,
     )
     out = proc.stdout
-    summary = re.search(r"Crawled (\d+) pages.*\n  kept +(\d+) pages.*\n  dropped +(\d+) pages"
-                        r".*\n  saved +(\d+) requests", out)
+    summary = re.search(r"Crawled (\d+) pages.*\n  kept +(\d+) pages(.*)\n  dropped +(\d+) pages"
+                        r".*\n  not followed +(\d+) links", out)
     assert summary, out[-3000:] + proc.stderr[-3000:]
-    crawled, kept, dropped, saved = map(int, summary.groups())
-    assert crawled == kept + dropped and dropped > 0 and saved > 0
+    crawled, kept, more, dropped, unfollowed = summary.groups()
+    crawled, kept, dropped, unfollowed = map(int, (crawled, kept, dropped, unfollowed))
+    again = re.search(r"\((\d+) responses: ", more)
+    responses = int(again.group(1)) if again else kept
+    assert crawled == responses + dropped and dropped > 0 and unfollowed > 0
     assert re.search(r"/news/list\?page=1&sid=\w+ +/news/list\?page=1&sid=\w+ +0\n", out)
     assert re.search(r"product pages share one template; closest pair .* at distance \d+", out)
     assert (tmp_path / "drops.jsonl").exists() and (tmp_path / "stats.json").exists()
@@ -195,6 +198,8 @@ def test_run_demo_end_to_end(tmp_path):
     assert (proc.returncode == 0) == (not failed), out[-3000:]
     assert proc.returncode == 0, out[-3000:]
     assert "All checks passed." in out
+    # every page kept once: the summary's kept figure is the table's
+    assert re.search(rf"distinct pages kept +{kept} ", out), out[-3000:]
 
 
 def test_site_serves_standalone():

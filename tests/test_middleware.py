@@ -215,7 +215,8 @@ def test_first_drop_logged_with_a_hint_the_others_at_debug(caplog, settings, lev
     assert records[1].getMessage() == (
         "Found <200 https://example.com/copy1>: a near-duplicate of <https://example.com/a> "
         f"(distance {records[1].simhash['distance']}, "
-        f"{records[1].simhash['spot_signatures']} spot signatures)"
+        f"{records[1].simhash['spot_signatures']} spot signatures), kept: "
+        "SIMHASH_ACTION = log is a dry run"
     )
 
 

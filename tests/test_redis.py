@@ -638,7 +638,10 @@ def test_backend_duplicate_names_the_nearest(redis_url):
 
 def test_missing_redis_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)
-    with pytest.raises(ImportError, match=r"scrapy-simhash\[redis\]"):
+    # a hint that works where the package is not published: the package itself, or the
+    # checkout's extra
+    with pytest.raises(ImportError, match=r"pip install 'redis>=5\.0' \(or, in a checkout of "
+                                          r"scrapy-simhash: pip install '\.\[redis\]'\)"):
         import_redis()
 
 

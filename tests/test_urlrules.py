@@ -378,7 +378,7 @@ def test_cli_lists_rules(tmp_path):
     run = [sys.executable, "-m", "scrapy_simhash", "rules"]
     out = subprocess.run([*run, str(tmp_path)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert "1 active rules" in out.stdout
+    assert "1 active rule," in out.stdout
     line = next(x for x in out.stdout.splitlines() if x.startswith("active"))
     assert line.split()[:5] == ["active", "3", "3", "0", "1"] and "ignore sid" in line
     js = subprocess.run([*run, str(tmp_path), "--json"], capture_output=True, text=True, env=env)
@@ -405,7 +405,7 @@ def test_cli_lists_rules_shared_in_redis(redis_url, redis_client):
     out = subprocess.run([*run, "--key", "demo:simhash:rules"], capture_output=True, text=True,
                          env=env)
     assert out.returncode == 0, out.stderr
-    assert "1 active rules" in out.stdout and "ignore sid" in out.stdout
+    assert "1 active rule," in out.stdout and "ignore sid" in out.stdout
     missing = subprocess.run(run, capture_output=True, text=True, env=env)
     assert missing.returncode == 1 and "--key" in missing.stderr
 

@@ -1,8 +1,10 @@
 """Sphinx directives that render reference tables from the code, their one home.
 
 ``.. simhash-settings::`` renders :data:`scrapy_simhash.settings.SETTINGS` (objects
-with ``name``, ``default`` and ``help``) as a table; ``.. simhash-cli::`` renders
-the help of every subcommand of :func:`scrapy_simhash.cli.build_parser`.
+with ``name``, ``default`` and ``help``) as a table; ``.. simhash-keys:: STATS``
+(or ``META``) renders the stats or meta keys of :mod:`scrapy_simhash.keys`;
+``.. simhash-cli::`` renders the help of every subcommand of
+:func:`scrapy_simhash.cli.build_parser`.
 """
 
 from __future__ import annotations
@@ -54,6 +56,31 @@ class SettingsTable(SphinxDirective):
         return container.children
 
 
+class KeysTable(SettingsTable):
+    """A ``list-table`` of :data:`scrapy_simhash.keys.STATS` or ``META`` (the argument)."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        registry = getattr(importlib.import_module("scrapy_simhash.keys"), self.arguments[0])
+        lines = [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :widths: 35 20 45",
+            "",
+            "   * - Key",
+            "     - Component",
+            "     - Meaning",
+        ]
+        for spec in registry:
+            lines += [
+                f"   * - ``{spec.name}``",
+                f"     - {spec.component}",
+                f"     - {' '.join(str(spec.help).split())}",
+            ]
+        return self.parse(lines)
+
+
 class CliReference(SphinxDirective):
     """One section per subcommand, holding its ``--help`` output verbatim."""
 
@@ -80,4 +107,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     )
     app.add_directive("simhash-settings", SettingsTable)
     app.add_directive("simhash-cli", CliReference)
+    app.add_directive("simhash-keys", KeysTable)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

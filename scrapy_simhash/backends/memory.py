@@ -101,7 +101,7 @@ class MemoryBackend:
         if self.persist_path is None:
             return self._count
         path = self.persist_path
-        header = state_header()
+        header = state_header(self.k)
         try:
             directory = os.path.dirname(path)
             if directory:
@@ -109,6 +109,14 @@ class MemoryBackend:
             exists = os.path.exists(path) and os.path.getsize(path) > 0
             log = RecordLog.open(path, header, reset=self.reset)
             if exists and not self.reset:
+                stored_k = log.header.get("max_distance", self.k)
+                if stored_k != self.k:
+                    logger.warning(
+                        "The simhash state %(path)s was started with SIMHASH_MAX_DISTANCE "
+                        "%(stored)s; this crawl uses %(k)d (the command line reads the "
+                        "state at %(stored)s unless given --distance)",
+                        {"path": path, "stored": stored_k, "k": self.k},
+                    )
                 try:
                     self._load(path, log.contents)
                 except BackendError:

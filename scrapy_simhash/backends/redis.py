@@ -92,12 +92,13 @@ import os
 import time
 from collections import Counter, deque
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import xxhash
 
 from scrapy_simhash.backends import BackendConfig, BackendError, Duplicate, hashed_url
+from scrapy_simhash.extras import needs
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms_many
 from scrapy_simhash.index import ADD_MODES, Match, TableLayout
@@ -150,7 +151,6 @@ URL_BLOCK = 255
 #: jemalloc's 16 KiB class): 64 bytes a page instead of ~128 as hash fields.
 SKETCH_BLOCK = 255
 
-_INSTALL_HINT = "the Redis backend needs the redis package: pip install 'scrapy-simhash[redis]'"
 _ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("key", ">u4")])
 _BYTE_INDEX = np.arange(8)
 _NO_SKETCH = bytes(SKETCH_BINS)
@@ -161,7 +161,9 @@ def import_redis() -> Any:
     try:
         import redis
     except ImportError as exc:
-        raise ImportError(_INSTALL_HINT) from exc
+        raise ImportError(
+            needs('the Redis backend (SIMHASH_BACKEND = "redis")', "redis-py", "redis")
+        ) from exc
     return redis
 
 
@@ -998,7 +1000,10 @@ class RedisBackend:
         Raises :class:`BackendError` when Redis cannot be reached, so that the
         crawl stops at start-up with the reason.
         """
-        redis = import_redis()
+        try:
+            redis = import_redis()
+        except ImportError as exc:  # one line at start-up, not a traceback
+            raise BackendError(str(exc)) from None
         where = _safe_url(config.redis_url)
         errors = (redis.RedisError, OSError, redis.exceptions.RedisClusterException)
         what = "the Redis Cluster" if config.redis_cluster else "Redis"
@@ -1410,3 +1415,53 @@ def _safe_url(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)[-1]
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class StoredPages(NamedTuple):
+    """Every page of a Redis index, for the command line: as a crawl stored them."""
+
+    k: int  #: the index's k (the crawl's ``SIMHASH_MAX_DISTANCE``)
+    fingerprints: np.ndarray  #: ``uint64``, by key order
+    sketches: np.ndarray  #: ``(n, SKETCH_BINS)`` ``uint8``
+    urls: list[str]  #: URLs, or ``xxh3:<hex>`` with ``SIMHASH_REDIS_URLS = "hash"``
+
+
+def read_index_pages(client: Any, prefix: str) -> StoredPages | None:
+    """Read every page of the index under ``prefix`` (None when there is none):
+    the first table holds each page once; sketches and URLs by key."""
+    info = index_info(client, prefix)
+    if info is None:
+        return None
+    version = info.get("fingerprint_version")
+    if version != FINGERPRINT_VERSION:
+        raise IndexMismatchError(
+            f"The index {prefix!r} holds fingerprints of version {version}, this "
+            f"scrapy-simhash computes version {FINGERPRINT_VERSION}: they cannot be compared"
+        )
+    if info.get("tables", "one_slot") == "sharded":
+        base = prefix.replace("{", "").replace("}", "")
+        table = f"{{{base}:t0}}:table"
+    else:
+        table = f"{prefix}:t0"
+    blobs = client.hgetall(table).values()
+    entries = np.frombuffer(b"".join(blobs), dtype=_ENTRY_DTYPE)
+    entries = entries[np.argsort(entries["key"], kind="stable")]
+    keys = entries["key"].astype(np.uint64)
+    fingerprints = entries["fp"].astype(np.uint64)
+    raw_sketches = client.hgetall(f"{prefix}:sketches")
+    sketches = np.zeros((len(keys), SKETCH_BINS), dtype=np.uint8)
+    for row, key in enumerate(keys.tolist()):
+        value = raw_sketches.get(str(key).encode())
+        if value is not None and len(value) == SKETCH_BINS:
+            sketches[row] = np.frombuffer(value, dtype=np.uint8)
+    raw_urls = client.hgetall(f"{prefix}:urls")
+    urls = []
+    for key in keys.tolist():
+        if info.get("urls", "full") == "hash":
+            block = raw_urls.get(str(key // URL_BLOCK).encode(), b"")
+            hashed = block[(key % URL_BLOCK) * 8 : (key % URL_BLOCK) * 8 + 8]
+            urls.append("xxh3:" + hashed.hex() if hashed and hashed != bytes(8) else f"key:{key}")
+        else:
+            value = raw_urls.get(str(key).encode())
+            urls.append(value.decode("utf-8", "replace") if value else f"key:{key}")
+    return StoredPages(int(info["k"]), fingerprints, sketches, urls)

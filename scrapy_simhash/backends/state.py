@@ -2,7 +2,8 @@
 
 The file is a :class:`~scrapy_simhash.index.RecordLog` of ``(fingerprint,
 row, payload)`` records whose JSON header names its format, the fingerprint
-version and the sketch size; a payload is the page's sketch
+version, the sketch size and ``max_distance`` (the k of the crawl that created
+it, read by the command line); a payload is the page's sketch
 (:data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS` bytes) followed by
 its URL (UTF-8), or by the URL's :func:`~scrapy_simhash.backends.hashed_url`
 when it is longer than :data:`MAX_URL_BYTES` (:func:`stored_url`), so that a
@@ -55,6 +56,9 @@ class State(NamedTuple):
     fingerprints: np.ndarray
     payloads: list[bytes]
     truncated: bool
+    #: k of the crawl that created the file (its ``SIMHASH_MAX_DISTANCE``); None
+    #: for files written before the header kept it
+    max_distance: int | None = None
 
     @property
     def sketches(self) -> np.ndarray:
@@ -78,13 +82,17 @@ class State(NamedTuple):
         ]
 
 
-def state_header() -> dict:
-    """The header a new state file is written with."""
-    return {
+def state_header(max_distance: int | None = None) -> dict:
+    """The header a new state file is written with; ``max_distance``: the crawl's
+    k, so that the command line decides at the k the crawl decided at."""
+    header = {
         "format": STATE_FORMAT,
         "fingerprint_version": FINGERPRINT_VERSION,
         "sketch_bytes": SKETCH_BINS,
     }
+    if max_distance is not None:
+        header["max_distance"] = max_distance
+    return header
 
 
 def state_path(path: str | os.PathLike) -> str:
@@ -126,7 +134,9 @@ def check_state(path: str, contents: LogContents) -> State:
             "delete the file or set SIMHASH_RESET=True to start empty",
         )
     fingerprints = np.asarray(contents.fingerprints, dtype=np.uint64)
-    return State(path, fingerprints, contents.payloads, contents.truncated)
+    k = header.get("max_distance")
+    k = k if isinstance(k, int) and not isinstance(k, bool) else None
+    return State(path, fingerprints, contents.payloads, contents.truncated, k)
 
 
 def read_state(path: str | os.PathLike) -> State:

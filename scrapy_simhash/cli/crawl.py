@@ -22,47 +22,11 @@ from scrapy_simhash.cli import EXIT_INPUT, EXIT_OK
 from scrapy_simhash.cli.errors import InputError, Problems, UsageProblem, load_json_line
 from scrapy_simhash.cli.options import Commands, add_distance, int_in
 from scrapy_simhash.cli.output import Progress
+from scrapy_simhash.cli.pairs import build_index, resolve_layout
+from scrapy_simhash.cli.state import load_state
 from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
 from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.index.store import salvage
-
-
-def load_state(path: str) -> Any:
-    """A crawl's state (a JOBDIR or its state file), format and version checked;
-    :class:`InputError` saying why it cannot be used."""
-    from scrapy_simhash.backends.state import StateError, read_state, state_path
-    from scrapy_simhash.index import CorruptStateError
-
-    file = state_path(path)
-    try:
-        state = read_state(file)
-    except StateError as exc:
-        raise InputError(file, None, _without_prefix(str(exc), file)) from None
-    except CorruptStateError as exc:
-        where = "" if exc.offset is None else f" at byte {exc.offset}"
-        raise InputError(file, None, f"damaged crawl state{where}: {exc.reason}; "
-                                     f"`scrapy-simhash salvage {file} NEW_STATE` copies "
-                                     "its readable records into a new file") from None
-    except OSError as exc:
-        raise InputError(file, None, exc.strerror or str(exc)) from None
-    if state.truncated:
-        print(f"scrapy-simhash: {file}: ignored a truncated last record", file=sys.stderr)
-    return state
-
-
-def _without_prefix(message: str, path: str) -> str:
-    return message[len(path) + 1:] if message.startswith(path + " ") else message
-
-
-def looks_like_state(path: str) -> bool:
-    """Whether ``path`` starts like a record log (a state file)."""
-    from scrapy_simhash.index.store import MAGIC
-
-    try:
-        with open(path, "rb") as stream:
-            return stream.read(len(MAGIC)) == MAGIC
-    except OSError as exc:
-        raise InputError(path, None, exc.strerror or str(exc)) from None
 
 
 # -- the drop log ---------------------------------------------------------------
@@ -219,8 +183,6 @@ def pick_run(runs: list[list[Drop]], run: str) -> tuple[list[Drop], str]:
 def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], *, k: int,
                  top: int, run: str = "last", progress: Progress | None = None) -> Report:
     """Figures of a crawl from its states and drop logs (either may be missing)."""
-    from scrapy_simhash.cli.pairs import build_index, resolve_layout
-
     rep = Report()
     fps = (np.concatenate([s.fingerprints for s in states]) if states
            else np.empty(0, np.uint64))
@@ -248,9 +210,9 @@ def crawl_report(states: Sequence[Any], logs: Sequence[tuple[str, list[Drop]]], 
                 for n, r in enumerate(runs, 1):
                     acts = Counter(d.action for d in r)
                     when = f", {r[0].time} to {r[-1].time}" if r and r[0].time else ""
-                    rep.say(f"  run {n}: {len(r):,} near-duplicates ("
-                            + ", ".join(f"{a} {c:,}" for a, c in sorted(acts.items()))
-                            + f"){when}")
+                    detail = ", ".join(f"{a} {c:,}" for a, c in sorted(acts.items()))
+                    rep.say(f"  run {n}: {len(r):,} near-duplicate{'s' if len(r) != 1 else ''}"
+                            + (f" ({detail})" if detail else "") + when)
                 rep.say(f"  SIMHASH_LOG_FILE appends across crawls (runs told apart by {how}): "
                         f"the figures below use {label}; --run all or --run N for others")
             drops.extend(chosen)
@@ -348,14 +310,17 @@ def cmd_report(args: argparse.Namespace, problems: Problems, progress: Progress)
     if not states and not any(records for _, records in logs):
         problems.note("nothing to report: no stored page and no drop")
         return EXIT_INPUT
-    rep = crawl_report(states, logs, k=args.distance, top=args.top, run=args.run,
-                       progress=progress)
+    k = args.distance
+    if k is None:  # the k the crawl recorded in its state, else the crawler's default
+        recorded = {s.max_distance for s in states} - {None}
+        k = recorded.pop() if len(recorded) == 1 else DEFAULT_MAX_DISTANCE
+    rep = crawl_report(states, logs, k=k, top=args.top, run=args.run, progress=progress)
     if args.plot:
         progress("nearest-neighbour distances", force=True)
         nearest, sampled = plot.nearest_distances(rep.fps)
         drops = None if rep.drops is None else np.array([d.distance for d in rep.drops])
         names = ", ".join(args.paths)
-        fig = plot.distance_figure(nearest, drops, args.distance, sampled=sampled,
+        fig = plot.distance_figure(nearest, drops, k, sampled=sampled,
                                    title=f"scrapy-simhash report: {names}")
         plot.save_figure(fig, args.plot)
         progress.clear()
@@ -433,9 +398,10 @@ def add_commands(commands: Commands) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="STATE_OR_LOG",
                    help="a JOBDIR, its simhash.seen file, or a drop log (JSON lines)")
-    add_distance(p, default=DEFAULT_MAX_DISTANCE,
-                 help=f"k for clusters among the stored pages (default: the crawler's, "
-                      f"{DEFAULT_MAX_DISTANCE}; a cluster edge is a confirmed pair)")
+    add_distance(p, default=None,
+                 help=f"k for clusters among the stored pages (default: the crawl's, which "
+                      f"its state records, else the crawler's default, {DEFAULT_MAX_DISTANCE}; "
+                      "a cluster edge is a confirmed pair)")
     p.add_argument("--top", type=int_in(0, 1000), default=5,
                    help="largest clusters to list (default: 5)")
     p.add_argument("--run", default="last", metavar="last|all|N",

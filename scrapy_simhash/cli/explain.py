@@ -22,6 +22,7 @@ from scrapy_simhash.cli.options import Commands, add_distance, int_in
 from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
 from scrapy_simhash.cli.output import Progress
 from scrapy_simhash.cli.pages import PAGES_HELP, Page, file_pages, iter_pages
+from scrapy_simhash.cli.state import CrawlPages, open_crawl
 
 _SCRIPT_TAGS = frozenset(("script", "style", "noscript", "template"))
 
@@ -38,6 +39,7 @@ class Side(NamedTuple):
     text_chars: int | None  #: characters of the page's visible text
     feature_chars: int | None  #: of them, in the title, headings and main-text blocks
     sketch: bytes | None = None  #: the second signature confirming a drop (None: none)
+    origin: str | None = None  #: where a side known only by its signature came from
 
 
 class Check(NamedTuple):
@@ -71,9 +73,11 @@ def page_side(label: str, page: Page, min_features: int) -> Side:
                 signature and signature.sketch)
 
 
-def state_side(label: str, url: str, fingerprint: int, sketch: bytes | None = None) -> Side:
-    """A side known only from a crawl's state: its fingerprint and sketch."""
-    return Side(label, url, fingerprint, None, None, None, None, None, sketch)
+def state_side(label: str, url: str, fingerprint: int, sketch: bytes | None = None,
+               origin: str = "the crawl's state") -> Side:
+    """A side known only from what a crawl recorded (its state, its drop log): its
+    fingerprint and sketch."""
+    return Side(label, url, fingerprint, None, None, None, None, None, sketch, origin)
 
 
 def _chars(text: str) -> int:
@@ -185,15 +189,22 @@ def describe(side: Side, min_features: int) -> list[str]:
     lines = [f"{side.label}: {side.source}", f"  fingerprint {fp}"
              + (f" ({side.reason})" if side.reason else "")]
     if side.features is None:
-        lines.append("  from the crawl's state, which keeps fingerprints, sketches and URLs only: its "
-                     "features and text cannot be shown (give the page itself: an HTML file "
-                     "or --pages)")
+        lines.append(f"  from {side.origin or 'the crawl'}, which keeps its fingerprint and "
+                     "sketch only: its features and text cannot be shown (give the page "
+                     "itself: an HTML file, --pages, or its URL without the record)")
         return lines
     titles = sum(f.startswith("title:") for f in side.features)
     headings = sum(f.startswith("h:") for f in side.features)
-    lines.append(f"  features: {len(side.features)} = {_n(side.spots, 'spot signature')} (the "
-                 f"count compared with min_features={min_features}) + "
-                 f"{_n(titles, 'title word')} + {_n(headings, 'heading word')}")
+    spots = len(side.features) - titles - headings
+    # the fingerprint's count: spot signatures plus the content features of tables,
+    # code and lists (hashed, unnamed: not in side.features)
+    content = max(0, (side.spots or 0) - spots)
+    total = spots + content + titles + headings
+    lines.append(f"  features: {total} = {_n(spots, 'spot signature')} + "
+                 f"{_n(content, 'content feature')} (tables, code, lists) + "
+                 f"{_n(titles, 'title word')} + {_n(headings, 'heading word')}; "
+                 f"min_features={min_features} is compared with the first two: "
+                 f"{spots + content}")
     if side.text_chars:
         share = side.feature_chars / side.text_chars
         lines.append(f"  text the features come from (title, headings, main-text blocks): "
@@ -241,10 +252,11 @@ def render(a: Side, b: Side, data: dict[str, Any]) -> str:
         lines.append(f"{c['name']}: A {c['a'] or 'none'}, B {c['b'] or 'none'}: {c['reason']}")
     feats = data.get("features")
     if feats is not None:
-        lines.append(f"features: {feats['shared_count']} shared, {feats['only_a_count']} only "
-                     f"in A, {feats['only_b_count']} only in B; weighted overlap "
-                     f"{feats['similarity']:.0%} (sum of the smaller weights / sum of the "
-                     "larger)")
+        lines.append(f"named features (spot signatures, title and heading words; content "
+                     f"features are hashed, not named): {feats['shared_count']} shared, "
+                     f"{feats['only_a_count']} only in A, {feats['only_b_count']} only in B; "
+                     f"weighted overlap {feats['similarity']:.0%} (sum of the smaller "
+                     "weights / sum of the larger)")
         for title, rows, both in (("shared", feats["shared"], True),
                                   ("only in A", feats["only_a"], False),
                                   ("only in B", feats["only_b"], False)):
@@ -259,9 +271,12 @@ def render(a: Side, b: Side, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _resolve(specs: Sequence[str], pages: Sequence[str], state_path: str | None,
-             min_features: int, problems: Problems) -> list[Side]:
-    """Each spec as a side: a page file, a page of ``pages``, or a URL of the state."""
+def _resolve(specs: Sequence[str], pages: Sequence[str], crawl: CrawlPages | None,
+             drop_log: str | None, min_features: int, problems: Problems) -> list[Side]:
+    """Each spec as a side: a page file, a page of ``pages``, a URL the crawl
+    stored (its fingerprint and sketch), a URL of the drop log (the dropped page's
+    fingerprint and sketch as the crawl computed them), or else the page fetched
+    from its URL now."""
     sides: dict[int, Side] = {}
     labels = ("A", "B")
     wanted: dict[str, list[int]] = {}
@@ -281,30 +296,100 @@ def _resolve(specs: Sequence[str], pages: Sequence[str], state_path: str | None,
                 sides[i] = page_side(labels[i], page, min_features)
             if not wanted:
                 break
-    if wanted and state_path is not None:
-        from scrapy_simhash.cli.crawl import load_state
-
-        state = load_state(state_path)
-        sketches = state.sketches
-        for row, (url, fp) in enumerate(zip(state.urls, state.fingerprints.tolist())):
-            for i in wanted.pop(url, ()):
-                sides[i] = state_side(labels[i], url, fp, sketches[row].tobytes())
-    for spec in wanted:
+    if wanted and crawl is not None:
+        for url in list(wanted):
+            row = crawl.find(url)
+            if row is not None:
+                for i in wanted.pop(url):
+                    sides[i] = state_side(labels[i], url, int(crawl.fingerprints[row]),
+                                          crawl.sketches[row].tobytes(), "the crawl's state")
+    if wanted and drop_log is not None:
+        for url, (fp, sketch) in _drop_signatures(drop_log, set(wanted)).items():
+            for i in wanted.pop(url):
+                sides[i] = state_side(labels[i], url, fp, sketch, f"the drop log {drop_log}")
+    def nowhere() -> list[str]:
         where = ["not a file"]
         if pages:
             where.append("not a page of --pages")
-        where.append("not a URL of --state" if state_path else "no --state given to look "
-                                                               "URLs up in")
-        raise InputError(spec, None, ", ".join(where))
+        where.append("not a URL of --state" if crawl is not None
+                     else "no --state given to look URLs up in")
+        if drop_log:
+            where.append("not in --drop-log")
+        return where
+
+    for url in list(wanted):
+        if url.lower().startswith(("http://", "https://")):
+            try:
+                page = fetch_page(url)
+            except InputError as exc:
+                raise InputError(url, None, ", ".join(nowhere()) + f", and {exc.message}"
+                                 ) from None
+            problems.note(f"{url}: not stored by the crawl"
+                          + ("" if drop_log else " (a dropped page never is)")
+                          + ": fetched now, which may differ from what the crawl saw"
+                          + ("" if drop_log else "; --drop-log FILE (SIMHASH_LOG_FILE) "
+                             "holds the signature the crawl computed"))
+            for i in wanted.pop(url):
+                sides[i] = page_side(labels[i], page, min_features)
+    for spec in wanted:
+        raise InputError(spec, None, ", ".join([*nowhere(), "not an http(s) URL to fetch"]))
     return [sides[0], sides[1]]
+
+
+def _drop_signatures(path: str, urls: set[str]) -> dict[str, tuple[int, bytes]]:
+    """The fingerprint and sketch the drop log recorded for each of ``urls`` (the
+    last record of a URL wins: the latest run)."""
+    found: dict[str, tuple[int, bytes]] = {}
+    try:
+        with open(path, "rb") as stream:
+            for line in stream:
+                try:
+                    record = json.loads(line)
+                    url = record.get("url")
+                    if url in urls and record.get("sketch"):
+                        found[url] = (int(record["fingerprint"], 16),
+                                      bytes.fromhex(record["sketch"]))
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    continue
+    except OSError as exc:
+        raise InputError(path, None, exc.strerror or str(exc)) from None
+    return found
+
+
+#: Seconds ``explain`` waits for a page it fetches.
+FETCH_TIMEOUT = 30
+
+
+def fetch_page(url: str) -> Page:
+    """A page fetched from ``url`` now (a dropped page is not in the crawl's state)."""
+    import urllib.error
+    import urllib.request
+
+    from scrapy_simhash import __version__
+
+    request = urllib.request.Request(url, headers={
+        "User-Agent": f"scrapy-simhash/{__version__} (explain)"})
+    try:
+        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:  # noqa: S310
+            body = response.read()
+            charset = response.headers.get_content_charset()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise InputError(url, None, f"cannot fetch it: {reason}") from None
+    return Page(url, body, charset)
 
 
 def cmd_explain(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
     from scrapy_simhash.fingerprinting import DEFAULT_MIN_FEATURES
 
     min_features = DEFAULT_MIN_FEATURES if args.min_features is None else args.min_features
-    a, b = _resolve([args.a, args.b], args.pages or [], args.state, min_features, problems)
-    data = explain(a, b, args.distance, min_features, args.top)
+    crawl = None if args.state is None else open_crawl(args.state, args.key)
+    k = args.distance
+    if k is None:
+        k = crawl.k if crawl is not None and crawl.k is not None else DEFAULT_MAX_DISTANCE
+    a, b = _resolve([args.a, args.b], args.pages or [], crawl, args.drop_log, min_features,
+                    problems)
+    data = explain(a, b, k, min_features, args.top)
     print(json.dumps(data, ensure_ascii=False) if args.json else render(a, b, data))
     return EXIT_OK
 
@@ -316,21 +401,32 @@ def add_commands(commands: Commands) -> None:
                 f"({PAGES_HELP}); "
                 "or a URL stored in a crawl's state (--state JOBDIR): the state keeps "
                 "fingerprints, sketches and URLs only, so such a side shows its fingerprint, the "
-                "distance and the verdict, not its features.\n\noutput: for each page its "
+                "distance and the verdict, not its features; or a URL of the drop log "
+                "(--drop-log FILE: a dropped page, as the crawl signed it); or else an "
+                "http(s) URL, fetched now. A drop of a crawl is explained by "
+                "`explain DROPPED_URL KEPT_URL --state JOBDIR` (the dropped page fetched) "
+                "or with --drop-log (its recorded signature).\n\noutput: for each page its "
                 "fingerprint, its features (spot signatures, the count compared with "
                 "min_features, plus title and heading words) and the share of its visible "
                 "text they come from; the distance; the shared features and those of one "
                 "side only, with their weights; the verdict and its reason. --json: one "
                 "object.",
-        example="explain page-a.html page-b.html --distance 3",
+        example="explain DROPPED_URL KEPT_URL --state crawls/site --drop-log drops.jsonl",
     )
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
-    add_distance(p, default=DEFAULT_MAX_DISTANCE,
-                 help=f"candidate distance k (default: the crawler's, {DEFAULT_MAX_DISTANCE})")
+    add_distance(p, default=None,
+                 help=f"candidate distance k (default: the crawl's, which --state records; "
+                      f"else the crawler's default, {DEFAULT_MAX_DISTANCE})")
     p.add_argument("--pages", action="append", metavar="PATH",
                    help="JSON lines, WARC files or folders to find A and B in (repeatable)")
-    p.add_argument("--state", metavar="JOBDIR", help="a crawl's JOBDIR to look URLs up in")
+    p.add_argument("--state", metavar="JOBDIR",
+                   help="a crawl's JOBDIR (or a Redis URL with --key) to look URLs up in")
+    p.add_argument("--key", metavar="PREFIX",
+                   help="with a Redis URL as --state: the index's key prefix (e.g. myspider:simhash)")
+    p.add_argument("--drop-log", metavar="FILE",
+                   help="the crawl's SIMHASH_LOG_FILE: a dropped URL's fingerprint and sketch "
+                        "as the crawl computed them")
     p.add_argument("--min-features", type=int_in(0, 1 << 30), default=None,
                    help="fewest spot signatures for a fingerprint (default: the library's)")
     p.add_argument("--top", type=int_in(0, 10_000), default=15,

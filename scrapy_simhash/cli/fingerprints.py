@@ -19,7 +19,8 @@ tab is ``KEY<TAB>FP``. Other
 ``#`` lines and blank lines are skipped; ``-`` as a fingerprint is a page that
 has none (skipped, counted). JSON lines (objects with a ``fingerprint`` field,
 hex string or number, and a ``source``/``url``/``key``) are read too, so the
-output of ``fingerprint --json`` and the drop log chain as well.
+output of ``fingerprint --json`` and the drop log chain as well (the drop log's
+``open``, ``close`` and ``skip`` lines are not pages: they are skipped).
 
 A column (or JSON field) named ``sketch`` carries each page's second signature,
 its :data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS`-byte sketch as
@@ -449,6 +450,9 @@ class _Reader:
             except ValueError as exc:
                 self.problems.add(self.name, where, f"bad JSON: {exc}")
                 continue
+            if isinstance(obj, dict) and "fingerprint" not in obj and obj.get("event") in (
+                    "open", "close", "skip"):
+                continue  # the drop log's other lines: not pages
             if not isinstance(obj, dict) or "fingerprint" not in obj:
                 self.problems.add(self.name, where, 'expected an object with a "fingerprint"')
                 continue

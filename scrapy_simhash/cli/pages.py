@@ -14,6 +14,7 @@ from scrapy_simhash.cli.errors import Problems, load_json_line
 from scrapy_simhash.cli.fingerprints import SKETCH_COLUMN, format_fingerprint
 from scrapy_simhash.cli.options import Commands, add_output, int_in
 from scrapy_simhash.cli.output import Progress, Rows, open_output
+from scrapy_simhash.extras import needs
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jl")
@@ -107,8 +108,7 @@ def warc_pages(path: Path, problems: Problems) -> Iterator[Page]:
         from warcio.archiveiterator import ArchiveIterator
         from warcio.exceptions import ArchiveLoadFailed
     except ImportError:
-        problems.add(str(path), None,
-                     "reading WARC files needs warcio: pip install 'scrapy-simhash[warc]'")
+        problems.add(str(path), None, needs("reading WARC files", "warcio", "warc"))
         return
     with path.open("rb") as stream:
         records = ArchiveIterator(stream)

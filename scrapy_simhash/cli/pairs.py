@@ -12,7 +12,6 @@ tighter default :data:`FINGERPRINT_ONLY_DISTANCE`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any, NamedTuple
 
@@ -26,6 +25,7 @@ from scrapy_simhash.cli.fingerprints import (
     format_fingerprint,
     format_fingerprints,
     parse_fingerprint,
+    parse_sketch,
     read_fingerprint_list,
 )
 from scrapy_simhash.cli.options import (
@@ -38,7 +38,12 @@ from scrapy_simhash.cli.options import (
     count,
 )
 from scrapy_simhash.cli.output import Progress, Rows, open_output
-from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE, confirms_many
+from scrapy_simhash.cli.state import CrawlPages, crawl_note, is_crawl, open_crawl
+from scrapy_simhash.fingerprinting.signature import (
+    DEFAULT_MAX_DISTANCE,
+    SKETCH_BINS,
+    confirms_many,
+)
 
 #: k of find-all, clusters and query when they decide on fingerprints alone:
 #: without a confirmation one 64-bit view needs a tighter distance.
@@ -235,15 +240,35 @@ def decide(fl: FingerprintList, name: str, no_confirm: bool, distance: int | Non
     return confirm, k
 
 
+def input_of(args: argparse.Namespace) -> str:
+    """The input named by the positional ``SOURCE`` or by ``-i`` (not both)."""
+    if args.source is not None:
+        if args.input != "-":
+            raise UsageProblem("give the input once: SOURCE or -i/--input")
+        args.input = args.source
+    return args.input
+
+
 def _members(args: argparse.Namespace, problems: Problems, progress: Progress
              ) -> Members | None:
-    """The distinct members of ``--input``, the layout, k, and whether pairs are
+    """The distinct members of the input (a fingerprint list, or a crawl's
+    JOBDIR, state file or Redis index), the layout, k, and whether pairs are
     confirmed (None: no input)."""
-    fl = read_list(args.input, problems, progress, args.input_format)
+    source = input_of(args)
+    distance = args.distance
+    if is_crawl(source):
+        pages = open_crawl(source, args.key)
+        fl = pages.fingerprint_list()
+        if distance is None:
+            distance = pages.k if pages.k is not None else DEFAULT_MAX_DISTANCE
+        if not args.no_confirm:
+            problems.note(crawl_note(pages, distance, args.distance is not None))
+    else:
+        fl = read_list(source, problems, progress, args.input_format)
     if not len(fl.fingerprints):
         return None
-    name = "<stdin>" if args.input == "-" else args.input
-    confirm, k = decide(fl, name, args.no_confirm, args.distance, problems)
+    name = "<stdin>" if source == "-" else source
+    confirm, k = decide(fl, name, args.no_confirm, distance, problems)
     entries = distinct_entries(fl, with_keys=not args.simhash_cpp, confirm=confirm)
     size = len(entries.fingerprints)
     return Members(entries, resolve_layout(k, size, args.blocks, args.layout), k, confirm)
@@ -424,25 +449,29 @@ def _no_input(name: str, problems: Problems) -> int:
 
 def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
     if args.fingerprints:
-        try:
-            values = [parse_fingerprint(v, args.input_format) for v in args.fingerprints]
-        except ValueError as exc:
-            raise UsageProblem(str(exc)) from None
-        queries = FingerprintList(np.array(values, dtype=np.uint64), None, "hex", 0,
-                                  None, len(values))
-        name, missing = "FP arguments", "no sketches"
+        queries = _argument_queries(args.fingerprints, args.input_format)
+        name = "FP arguments"
+        missing = None if queries.confirmable else (
+            "no sketches (write FP:SKETCH, the drop log's fingerprint and sketch fields, "
+            "or read the drop log with -i)")
     else:
         missing = None
         queries = read_list(args.input, problems, progress, args.input_format)
         if not len(queries.fingerprints):
             return _no_input(args.input, problems)
         name = "<stdin>" if args.input == "-" else args.input
-    stored = open_index(args.index)
+    stored = open_index(args.index, args.key)
     if stored.index is not None and queries.confirmable:
         name, missing = args.index, "a saved index keeps no sketches"
     distance = args.distance
     if distance is None and stored.index is not None:
         distance = stored.index.k  # a saved index: the k it was built for
+    if stored.pages is not None and missing is None and queries.confirmable:
+        if distance is None and stored.pages.k is not None:
+            distance = stored.pages.k  # a crawl's state: the k the crawl decided at
+        if not args.no_confirm:
+            problems.note(crawl_note(stored.pages, distance or DEFAULT_MAX_DISTANCE,
+                                     args.distance is not None))
     confirm, k = decide(queries, name, args.no_confirm, distance, problems, what="matches",
                         missing=missing)
     if stored.index is None:
@@ -488,26 +517,55 @@ def cmd_query(args: argparse.Namespace, problems: Problems, progress: Progress) 
     return EXIT_OK
 
 
+def _argument_queries(values: list[str], notation: str) -> FingerprintList:
+    """FP arguments, each ``FP`` or ``FP:SKETCH`` (2 x SKETCH_BINS hex digits, as the drop log
+    and ``fingerprint`` write a sketch)."""
+    fps, sketches = [], []
+    try:
+        for value in values:
+            fp, _, sketch = value.partition(":")
+            fps.append(parse_fingerprint(fp, notation))
+            sketches.append(parse_sketch(sketch) if sketch else None)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    unsketched = sum(s is None for s in sketches)
+    rows = None
+    if unsketched < len(values):
+        rows = np.zeros((len(values), SKETCH_BINS), np.uint8)
+        for i, s in enumerate(sketches):
+            if s is not None:
+                rows[i] = np.frombuffer(s, np.uint8)
+    return FingerprintList(np.array(fps, dtype=np.uint64), None, "hex", 0, rows, unsketched)
+
+
 class Stored(NamedTuple):
-    """What ``query --index`` searches: a saved index, or a crawl state's
-    fingerprints, URLs and sketches (indexed by row once k is known)."""
+    """What ``query --index`` searches: a saved index, or a crawl's stored pages
+    (indexed by row once k is known)."""
 
-    index: Any  #: the saved SimhashIndex; None for a crawl state
-    fingerprints: np.ndarray | None  #: a state's, by row
-    urls: list[str] | None  #: a state's, by row
-    sketches: np.ndarray | None  #: a state's, by row (a saved index keeps none)
+    index: Any  #: the saved SimhashIndex; None for a crawl
+    pages: CrawlPages | None  #: a crawl's state or Redis index
+
+    @property
+    def fingerprints(self) -> np.ndarray | None:
+        return None if self.pages is None else self.pages.fingerprints
+
+    @property
+    def urls(self) -> list[str] | None:
+        return None if self.pages is None else self.pages.urls
+
+    @property
+    def sketches(self) -> np.ndarray | None:  # a saved index keeps none
+        return None if self.pages is None else self.pages.sketches
 
 
-def open_index(path: str) -> Stored:
-    """A crawl's state (``JOBDIR`` or its state file) or a saved index."""
-    from scrapy_simhash.backends.state import state_path
-    from scrapy_simhash.cli.crawl import load_state, looks_like_state
+def open_index(path: str, key: str | None = None) -> Stored:
+    """A crawl's state (``JOBDIR`` or its state file), a Redis index (a URL and
+    ``key``), or a saved index."""
     from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION
     from scrapy_simhash.index import SimhashIndex
 
-    if os.path.isdir(path) or looks_like_state(state_path(path)):
-        state = load_state(path)
-        return Stored(None, state.fingerprints, state.urls, state.sketches)
+    if is_crawl(path):
+        return Stored(None, open_crawl(path, key))
     try:
         index = SimhashIndex.load(path)
     except OSError as exc:
@@ -519,7 +577,7 @@ def open_index(path: str) -> Stored:
         raise InputError(path, None, f"holds fingerprints of version {version}, this "
                                      f"scrapy-simhash computes version {FINGERPRINT_VERSION}: "
                                      "they cannot be compared")
-    return Stored(index, None, None, None)
+    return Stored(index, None)
 
 
 # -- plan ---------------------------------------------------------------------------
@@ -566,6 +624,11 @@ def mib(size: int) -> str:
 # -- the commands ---------------------------------------------------------------------
 
 
+CRAWL_INPUT_HELP = (
+    "SOURCE a crawl's JOBDIR (or its simhash.seen), or a Redis URL with --key: the pages "
+    "the crawl stored, decided as the crawl decides (at its SIMHASH_MAX_DISTANCE, which the "
+    "state records, confirmed by the stored sketches); the keys are the pages' URLs.")
+
 CONFIRM_HELP = (
     "A pair is what a crawl drops: fingerprints within K bits whose sketches confirm it, "
     "when every fingerprint of the input has its sketch (as `fingerprint` writes them); "
@@ -585,6 +648,13 @@ def add_confirm(parser: argparse.ArgumentParser, what: str, more: str = "") -> N
                              "there (the raw fingerprint pairs)")
 
 
+def add_key(parser: argparse.ArgumentParser) -> None:
+    """``--key``: the key prefix of a Redis index (as ``redis-info`` takes it)."""
+    parser.add_argument("--key", metavar="PREFIX",
+                        help="with a Redis URL: the index's key prefix, SIMHASH_REDIS_KEY with "
+                             "the spider name filled in (e.g. myspider:simhash)")
+
+
 def add_commands(commands: Commands) -> None:
     for name, func, what, output in (
         ("find-all", cmd_find_all, "every pair of pages a crawl would call near-duplicates",
@@ -602,8 +672,14 @@ def add_commands(commands: Commands) -> None:
           "--simhash-cpp: one JSON array of distinct decimal fingerprints a cluster.")),
     ):
         p = commands.add(name, func, what,
-                         formats=f"input: {FINGERPRINT_FORMAT_HELP}\n\n{output}",
-                         example=f"fingerprint pages/ | scrapy-simhash {name}")
+                         formats=f"input: {CRAWL_INPUT_HELP} Or a fingerprint list (SOURCE or "
+                                 f"-i; default stdin): {FINGERPRINT_FORMAT_HELP}\n\n{output}",
+                         example=f"{name} crawls/site   (or: fingerprint pages/ | "
+                                 f"scrapy-simhash {name})")
+        p.add_argument("source", nargs="?", metavar="SOURCE",
+                       help="a crawl's JOBDIR (or its simhash.seen), a Redis URL with --key, "
+                            "or a fingerprint list (default: -i, else stdin)")
+        add_key(p)
         add_input(p)
         add_output(p)
         p.add_argument("--simhash-cpp", action="store_true",
@@ -613,21 +689,26 @@ def add_commands(commands: Commands) -> None:
 
     p = commands.add(
         "query", cmd_query, "fingerprints near the given ones in a crawl's state or a saved index",
-        formats=f"input: FP arguments, or else a fingerprint list (-i, default stdin). "
+        formats=f"input: FP arguments (FP, or FP:SKETCH with the sketch's {2 * SKETCH_BINS} "
+                f"hex digits, "
+                f"as the drop log's fingerprint and sketch fields hold them), or else a "
+                f"fingerprint list (-i, default stdin; the drop log is one). "
                 f"{FINGERPRINT_FORMAT_HELP}\n\nA match is what a crawl drops: within K bits "
-                "and confirmed by the sketches, when every query has its sketch and the "
-                "index is a crawl's state (which keeps them); on the fingerprints alone "
-                "otherwise (FP arguments, a saved index, --no-confirm), said once on "
-                "stderr.\n\noutput: a '#' header line, then one match a "
+                "(default: the crawl's k, which its state records) and confirmed by the "
+                "sketches, when every query has its sketch and the index is a crawl's state "
+                "or Redis index (which keep them); on the fingerprints alone otherwise (FP "
+                "without sketch, a saved index, --no-confirm), said once on stderr.\n\noutput: a '#' header line, then one match a "
                 "line: [key,] query, match, distance, url (the stored page's URL; "
                 "index_key for a saved index); a query without a match gets one line of "
                 "'-'. --json: one object a line.",
         example="query f20fd1b882e00196 --index crawls/site",
     )
     p.add_argument("fingerprints", nargs="*", metavar="FP",
-                   help="16 hex digits, 0x-prefixed hex, or decimal")
+                   help="16 hex digits, 0x-prefixed hex, or decimal; FP:SKETCH adds its sketch")
     p.add_argument("--index", required=True, metavar="PATH",
-                   help="a crawl's JOBDIR, its simhash.seen file, or a saved SimhashIndex")
+                   help="a crawl's JOBDIR, its simhash.seen file, a Redis URL (with --key) "
+                        "or a saved SimhashIndex")
+    add_key(p)
     add_confirm(p, "matches are", "; a saved index's own k")
     add_input(p)
     add_output(p)

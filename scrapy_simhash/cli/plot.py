@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 
 from scrapy_simhash.cli.errors import UsageProblem
-
-_MISSING = "--plot needs matplotlib: pip install 'scrapy-simhash[plot]'"
+from scrapy_simhash.extras import needs
 
 
 def require_matplotlib() -> None:
@@ -17,7 +16,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
         from matplotlib.figure import Figure  # noqa: F401
     except ImportError:
-        raise UsageProblem(_MISSING, usage=False) from None
+        raise UsageProblem(needs("--plot", "matplotlib", "plot"), usage=False) from None
 
 
 def nearest_distances(fps: np.ndarray, sample: int = 5000, seed: int = 0

@@ -86,10 +86,10 @@ def run(args: argparse.Namespace) -> int:
         for row in rows:
             print(json.dumps(row))
         return 0
-    print(f"{len(events)} events: {book.kept_count} pages kept, "
-          f"{sum(e[0] == 'd' for e in events)} near-duplicates, "
-          f"{sum(e[0] == 's' for e in events)} requests skipped; "
-          f"{book.active_count} active rules, {len(book.rules)} learned")
+    print(f"{_n(len(events), 'event')}: {_n(book.kept_count, 'page')} kept, "
+          f"{_n(sum(e[0] == 'd' for e in events), 'near-duplicate')}, "
+          f"{_n(sum(e[0] == 's' for e in events), 'request')} skipped; "
+          f"{_n(book.active_count, 'active rule')}, {len(book.rules):,} learned")
     if not rows:
         return 0
     table = [("state", "pages", "pairs", "counter", "skips", "rule")]
@@ -104,3 +104,8 @@ def run(args: argparse.Namespace) -> int:
             a, b = r["counterexample_pairs"][0]
             print(f"  {r['rule']}: counterexample <{a}> / <{b}>")
     return 0
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 rule``, ``2 rules``."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
