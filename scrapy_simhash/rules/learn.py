@@ -239,6 +239,8 @@ class Rule:
         self.classes = tuple(sorted(n[:-1] for n in names if n.endswith("*")))
         self.pattern = pattern
         self.order = order
+        #: Ever active (a retired rule that never was is a rejected candidate).
+        self.was_active = False
         parts, kinds = [], []
         where = origins[0] if len(origins) == 1 else ""
         if len(origins) == 2:
@@ -654,7 +656,7 @@ class RuleBook:
                 continue
             if wilson_lower(rule.support, rule.support) < self.threshold(rule):
                 continue
-            rule.active = True
+            rule.active = rule.was_active = True
             rule._verify_left = self.verify_first * (BROAD_VERIFY if rule.broad else 1)
             for origin in rule.origins:
                 self._active_rules.setdefault(origin, []).append(rule)
