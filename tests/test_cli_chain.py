@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.cli import fingerprints
 from scrapy_simhash.cli.errors import Problems
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from tests.fixtures_http import article_html
 from tests.test_cli import SCRIPT, make_state, run, table
 
@@ -64,7 +65,8 @@ def site(tmp_path_factory):
     """Real HTML files: articles, edited copies (1-3 bits away for most), an exact
     copy, two pages whose fingerprints agree but whose numbers differ, a thin page
     without a fingerprint; and the library's signatures of them."""
-    from scrapy_simhash import signature
+    from scrapy_simhash.fingerprinting.signature import analyse
+    from scrapy_simhash.fingerprinting.template import SiteTemplate
 
     root = tmp_path_factory.mktemp("cli-chain")
     pages = root / "pages"
@@ -79,10 +81,14 @@ def site(tmp_path_factory):
     (pages / "n2.html").write_text(numbered(2))
     (pages / "thin.html").write_text("<html><body><p>Hello there.</p></body></html>")
     sigs = {}
+    # As `fingerprint` reads a folder: in path order, each page against the
+    # template of the pages before it (as a crawl of the site would).
+    template = SiteTemplate()
     for path in sorted(pages.iterdir()):
-        sig = signature(path.read_bytes())
-        if sig is not None:
-            sigs[str(path.relative_to(root))] = sig
+        found = analyse(path.read_bytes(), template=template)
+        template.learn(found.evidence.block_hashes)
+        if found.signature is not None:
+            sigs[str(path.relative_to(root))] = found.signature
     return root, sigs
 
 
@@ -328,7 +334,7 @@ def test_one_fingerprint_in_every_notation(value):
 
 # -- sketches: the format, and pairs confirmed as a crawl confirms them -------------------
 
-SKETCH = 64
+SKETCH = SKETCH_BINS
 sketch_bytes = st.binary(min_size=SKETCH, max_size=SKETCH)
 #: these examples draw many bytes: slow generation on a busy machine is no failure
 BIG_EXAMPLES = settings(deadline=None,
@@ -362,7 +368,7 @@ def test_sketches_read_back(rows, chunk):
 
 
 def test_sketches_in_json_lines_and_bad_sketches():
-    sketch = bytes(range(1, 65))
+    sketch = bytes(range(1, SKETCH_BINS + 1))
     text = (json.dumps({"url": "http://a/1", "fingerprint": "f20fd1b882e00196",
                         "sketch": sketch.hex()}) + "\n"
             + json.dumps({"url": "http://a/2", "fingerprint": "f20fd1b882e00197",
@@ -375,7 +381,7 @@ def test_sketches_in_json_lines_and_bad_sketches():
     assert got.sketches[0].tobytes() == sketch and not got.sketches[1].any()
     assert got.unsketched == 1 and not got.confirmable
     assert problems.stream.getvalue() == (
-        "scrapy-simhash: t:2: not a sketch: 'ab' (128 hex digits)\n")
+        f"scrapy-simhash: t:2: not a sketch: 'ab' ({2 * SKETCH_BINS} hex digits)\n")
     # in a table: a bad sketch makes a bad line, reported and skipped
     text = ("#url\tfingerprint\tsketch\n"
             f"http://a/1\tf20fd1b882e00196\t{sketch.hex()}\n"
@@ -399,11 +405,11 @@ def test_sketches_in_json_lines_and_bad_sketches():
 def test_a_list_partly_sketched_is_decided_on_fingerprints(tmp_path):
     """One fingerprint without its sketch: no pair is confirmed, all are decided as
     before (k=3), and stderr says why, once."""
-    sketch = bytes(range(1, 65))
+    sketch = bytes(range(1, SKETCH_BINS + 1))
     src = tmp_path / "list.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in (
         {"url": "http://a/1", "fingerprint": "0000000000000000", "sketch": sketch.hex()},
-        {"url": "http://a/2", "fingerprint": "0000000000000007", "sketch": bytes(64).hex()},
+        {"url": "http://a/2", "fingerprint": "0000000000000007", "sketch": bytes(SKETCH_BINS).hex()},
         {"url": "http://a/3", "fingerprint": "000000000000000f"})))
     proc = run("find-all", "-i", src, check=0)
     assert [r[:3] for r in table(proc.stdout)[1]] == [

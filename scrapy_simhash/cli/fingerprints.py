@@ -24,10 +24,10 @@ output of ``fingerprint --json`` and the drop log chain as well (the drop log's
 
 A column (or JSON field) named ``sketch`` carries each page's second signature,
 its :data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS`-byte sketch as
-128 hex digits (``-``: none), as ``fingerprint`` writes it. It is optional:
+192 hex digits (``-``: none), as ``fingerprint`` writes it. It is optional:
 ``find-all``, ``clusters`` and ``query`` confirm a pair with the sketches as a
 crawl does when every fingerprint of the input has one, and decide on the
-fingerprints alone otherwise. A sketch that is not 128 hex digits makes its line
+fingerprints alone otherwise. A sketch that is not 192 hex digits makes its line
 a bad line.
 
 Lines are parsed in bulk with numpy (no Python object per line on the common
@@ -171,7 +171,7 @@ def format_fingerprints(values: np.ndarray, decimal: bool = False) -> list[str]:
 
 
 def parse_sketch(text: str) -> bytes:
-    """One sketch written as 128 hex digits; ``ValueError`` saying what is wrong."""
+    """One sketch written as 192 hex digits; ``ValueError`` saying what is wrong."""
     value = text.strip()
     if len(value) != _SKETCH_WIDTH or not _is_hex(value):
         raise ValueError(f"not a sketch: {value[:40]!r} ({_SKETCH_WIDTH} hex digits)")
@@ -179,7 +179,7 @@ def parse_sketch(text: str) -> bytes:
 
 
 def format_sketches(sketches: np.ndarray) -> list[str]:
-    """Each row of an ``(n, SKETCH_BINS)`` ``uint8`` array as 128 hex digits."""
+    """Each row of an ``(n, SKETCH_BINS)`` ``uint8`` array as 192 hex digits."""
     sketches = np.asarray(sketches, dtype=np.uint8).reshape(-1, SKETCH_BINS)
     chars = np.empty((len(sketches), _SKETCH_WIDTH), np.uint8)
     chars[:, 0::2] = _HEX_CHARS[sketches >> 4]
@@ -324,7 +324,7 @@ class _Reader:
         self.without += int(np.count_nonzero(dash & ~comment))
         sketches, sketched = None, 0
         if sketch_col is not None:
-            # a sketch that is neither 128 hex digits nor '-' sends its line to _slow
+            # a sketch that is neither 192 hex digits nor '-' sends its line to _slow
             all_sketches, has, bad = _sketch_field(arr, *field(np.full(n, sketch_col)), ok)
             ok &= ~bad
             sketched = int(np.count_nonzero(has[ok]))
@@ -553,7 +553,7 @@ def _sketch_field(arr: np.ndarray, s: np.ndarray, e: np.ndarray, present: np.nda
     rows = np.flatnonzero(ok & (width == _SKETCH_WIDTH))
     if len(rows):
         fields = np.lib.stride_tricks.sliding_window_view(arr, _SKETCH_WIDTH)[s[rows]]
-        try:  # every field 128 hex digits: one C pass (whitespace would shorten it)
+        try:  # every field 192 hex digits: one C pass (whitespace would shorten it)
             decoded = bytes.fromhex(fields.tobytes().decode("ascii"))
         except ValueError:
             decoded = b""

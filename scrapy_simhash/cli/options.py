@@ -22,7 +22,7 @@ FINGERPRINT_FORMAT_HELP = (
     "'source'/'url'/'key' column places them; blank and other '#' lines are skipped; "
     "'-' as a fingerprint (a page without one) is skipped. JSON lines with a "
     "\"fingerprint\" and a \"source\"/\"url\"/\"key\" field are read too. A 'sketch' "
-    "column (named in the header) or JSON field holds each page's sketch, 128 hex digits "
+    "column (named in the header) or JSON field holds each page's sketch, 192 hex digits "
     "('-': none), as `fingerprint` writes it: optional, it lets a pair be confirmed."
 )
 

@@ -220,7 +220,7 @@ def add_commands(commands: Commands) -> None:
                 "count compared with --min-features; title and heading words not counted), "
                 "features (every weighted feature, as scrapy_simhash.features() returns), "
                 "note (why there is no fingerprint), sketch (the second signature that "
-                "confirms a match, 128 hex digits: the page's own text, read against its "
+                "confirms a match, 192 hex digits: the page's own text, read against its "
                 "site's template as learned from the pages before it, as a crawl does). "
                 "This output is a fingerprint list: "
                 "pipe it into find-all, clusters or query, which confirm each pair with the "
