@@ -93,6 +93,16 @@ STATS: tuple[KeySpec, ...] = (
             "Pages still queued when the crawl ended with Redis down: never indexed."),
     KeySpec("simhash/redis/lease_lost_count", _REDIS,
             "Sharded tables (SIMHASH_REDIS_SHARDED): probe-and-insert leases lost."),
+    KeySpec("simhash/redis/conflict_count", _REDIS,
+            "Inserts refused because a bucket changed since it was read (read again)."),
+    KeySpec("simhash/redis/unexamined_count", _REDIS,
+            "Candidates past the cap a page is confirmed against (a copy may be kept)."),
+    KeySpec("simhash/redis/crowded_count", _REDIS,
+            "Pages not added to the tables: their fingerprint's bucket holds its cap."),
+    KeySpec("simhash/redis/bucket_full_count", _REDIS,
+            "Table entries not added: the bucket was full (findable through other tables)."),
+    KeySpec("simhash/redis/index_lost_count", _REDIS,
+            "Times the shared index vanished mid-crawl (FLUSHALL, failover) and was made anew."),
 )
 
 #: Every request/response meta key scrapy-simhash reads or sets.
