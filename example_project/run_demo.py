@@ -387,14 +387,69 @@ def rules_table(result: CrawlResult, off: CrawlResult, out=sys.stdout) -> list[t
     wrong = [s for s in result.skips
              if classify(s["url"]).group != classify(s["duplicate_of"]).group
              or s["duplicate_of"] not in set(result.kept)]
+    # A crawl keeps a page's first views before it knows the site's template only when they
+    # are exact copies, so the crawl without rules may keep a near copy (say a partner copy)
+    # that the crawl with rules skipped or dropped, and follow links that only that copy
+    # carries. Pages reached that way alone are not lost to the rules: every other distinct
+    # page the crawl without rules kept must be kept with them, and each page it kept that
+    # the crawl with rules did not is named below.
+    copies, originals = kept_copies(off)
+    lost = sorted(distinct(off) - distinct(result))
+    unexplained = [g for g in lost if g in originals]
+    base = distinct(off) & originals
+    text = (f"with URL rules no distinct page lost: {len(base & distinct(result))} of the "
+            f"{len(base)} distinct pages the crawl without them reached through the originals "
+            f"it kept, kept from {len(result.fetched)} fetches instead of {len(off.fetched)}")
+    if unexplained:
+        text += f"; LOST: {', '.join(unexplained)}"
+    explained = [g for g in lost if g not in originals]
+    if explained:
+        # the two crawls ran on two servers: compare their URLs by path
+        fate = {**{result.path(s["url"]): "skipped" for s in result.skips},
+                **{result.path(d["url"]): "dropped" for d in result.drops}}
+        paths = sorted({off.path(u) for u in off.kept if classify(u).group in explained})
+        text += (f"; the crawl without them also kept {len(copies)} "
+                 f"{'copy' if len(copies) == 1 else 'copies'} ("
+                 + ", ".join(f"{off.path(u)} of {off.path(first)}, "
+                             f"{fate.get(off.path(u), 'not requested')} with rules"
+                             for u, first in copies)
+                 + f") and {len(paths)} pages reached only through copies: " + ", ".join(paths))
     return [
         (not wrong and bool(result.skips),
          f"every skip names a kept copy of the same page ({len(result.skips) - len(wrong)} of "
          f"{len(result.skips)})"),
-        (distinct(result) == distinct(off) and len(result.fetched) < len(off.fetched),
-         f"with URL rules the same {len(distinct(result))} distinct pages kept from "
-         f"{len(result.fetched)} fetches instead of {len(off.fetched)}"),
+        (not unexplained and len(result.fetched) < len(off.fetched), text),
     ]
+
+
+def kept_copies(result: CrawlResult) -> tuple[list[tuple[str, str]], set[str]]:
+    """The copies *result* kept (a view of a page kept at another URL too: the original is
+    the article, a listing's first view, whichever came first otherwise), each with that
+    original; and the groups of the pages the crawl's links reach from its start page
+    through the pages it kept, copies left out."""
+    views: dict[str, list[str]] = {}
+    for view in result.served:
+        kind = classify(view.url)
+        if kind.kind != "robots" and view.url not in result.dropped:
+            urls = views.setdefault(kind.group, [])
+            if view.url not in urls:
+                urls.append(view.url)
+    original = {g: next((u for u in urls if not classify(u).is_variant), urls[0])
+                for g, urls in views.items()}
+    copies = [(u, original[g]) for g, urls in views.items() for u in urls if u != original[g]]
+    links: dict[str, set[str]] = {}
+    for view in result.served:
+        if view.url in original.values():
+            links.setdefault(canonicalize_url(view.url), set()).update(
+                canonicalize_url(link) for link in view.links)
+    start = canonicalize_url(result.base_url + "/")
+    seen, todo = {start}, [start]
+    while todo:
+        for link in links.get(todo.pop(), ()):
+            if link not in seen:
+                seen.add(link)
+                todo.append(link)
+    return copies, {classify(u).group for u in seen}
 
 
 def distance_report(seed: int | None = 0, k: int = 3, out=sys.stdout) -> None:

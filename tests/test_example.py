@@ -192,7 +192,12 @@ def test_run_demo_end_to_end(tmp_path):
     table = re.search(r"pages fetched +(\d+) +(\d+)\n  distinct pages kept +(\d+) +(\d+)", out)
     assert table, out[-3000:]
     with_rules, without, kept_with, kept_without = map(int, table.groups())
-    assert with_rules == crawled and with_rules < without and kept_with == kept_without
+    # without rules a site's first near copies may be kept (v7 drops them only as exact
+    # copies until the template is known), and the pages only they link to reached: the
+    # crawl with rules may keep fewer, but loses no page reached through originals
+    assert with_rules == crawled and with_rules < without and kept_with <= kept_without
+    lost = re.search(r"\[ok\] with URL rules no distinct page lost: (\d+) of the (\d+) ", out)
+    assert lost and lost.group(1) == lost.group(2), out[-3000:]
     assert re.search(r"active +\d+ +\d+ +0 +\d+ +param /news/list ignore sid", out), out[-3000:]
     failed = [line for line in out.splitlines() if "[FAIL]" in line]
     assert (proc.returncode == 0) == (not failed), out[-3000:]
