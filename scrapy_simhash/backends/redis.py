@@ -21,9 +21,9 @@ query's bucket in at least one table. Redis holds, under the prefix
   the kept page as ``xxh3:<hex>``);
 - ``<prefix>:sketches:<n>``: strings of :data:`SKETCH_BLOCK` (255) sketches
   (:mod:`scrapy_simhash.fingerprinting.signature`), the sketch of key ``k`` in
-  block ``k // 255`` at byte ``(k % 255) * 64``, 64 zero bytes for a page stored
-  without one; a block is created whole (16,320 bytes) by the first page that
-  needs it. Opaque to Redis: no script reads them.
+  block ``k // 255`` at byte ``(k % 255) * SKETCH_BINS`` (96 bytes a sketch),
+  zero bytes for a page stored without one; a block is created whole (24,480
+  bytes) by the first page that needs it. Opaque to Redis: no script reads them.
 
 Formats 1 and 2 (a hash per table ``<prefix>:t<i>``, a hash of sketches, no
 epoch) are refused with a message saying to clear them. Packing a bucket's entries into one value keeps
@@ -1438,21 +1438,31 @@ def read_index_pages(client: Any, prefix: str) -> StoredPages | None:
             f"The index {prefix!r} holds fingerprints of version {version}, this "
             f"scrapy-simhash computes version {FINGERPRINT_VERSION}: they cannot be compared"
         )
+    # The first table holds every stored page once: its fields (format 3) start
+    # with table number 0 (one byte, two beyond 256 tables).
     if info.get("tables", "one_slot") == "sharded":
         base = prefix.replace("{", "").replace("}", "")
-        table = f"{{{base}:t0}}:table"
+        fields = client.hgetall(f"{{{base}:t0}}:table")
     else:
-        table = f"{prefix}:t0"
-    blobs = client.hgetall(table).values()
+        fields = client.hgetall(f"{prefix}:buckets")
+    try:
+        width = 1 if len(TableLayout.from_dict(info["layout"]).tables) <= 256 else 2
+    except (KeyError, ValueError, TypeError):
+        width = 1
+    blobs = [value for field, value in fields.items() if not any(field[:width])]
     entries = np.frombuffer(b"".join(blobs), dtype=_ENTRY_DTYPE)
     entries = entries[np.argsort(entries["key"], kind="stable")]
     keys = entries["key"].astype(np.uint64)
     fingerprints = entries["fp"].astype(np.uint64)
-    raw_sketches = client.hgetall(f"{prefix}:sketches")
     sketches = np.zeros((len(keys), SKETCH_BINS), dtype=np.uint8)
+    blocks: dict[int, bytes] = {}
     for row, key in enumerate(keys.tolist()):
-        value = raw_sketches.get(str(key).encode())
-        if value is not None and len(value) == SKETCH_BINS:
+        block = key // SKETCH_BLOCK
+        if block not in blocks:
+            blocks[block] = client.get(f"{prefix}:sketches:{block}") or b""
+        at = (key % SKETCH_BLOCK) * SKETCH_BINS
+        value = blocks[block][at : at + SKETCH_BINS]
+        if len(value) == SKETCH_BINS:
             sketches[row] = np.frombuffer(value, dtype=np.uint8)
     raw_urls = client.hgetall(f"{prefix}:urls")
     urls = []
