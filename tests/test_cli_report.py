@@ -20,14 +20,17 @@ U64 = np.uint64
 
 
 def serve_site(site):
-    """/ links ten articles; four of them repeat others with other chrome; /d4 is
-    fetched with dont_filter (kept, neither stored nor logged)."""
+    """/ links eleven articles; five of them repeat others' visible text with other
+    chrome (their links go elsewhere: the repeats are exact copies of the words, as
+    the first pages of a site must be to be dropped); /d4 is fetched with
+    dont_filter (kept, neither stored nor logged)."""
     links = tuple(f"/p{i}" for i in range(6)) + tuple(f"/d{i}" for i in range(5))
     pages = {"/": article_html(100, links=links)}
     for i in range(6):
-        pages[f"/p{i}"] = article_html(i)
+        pages[f"/p{i}"] = article_html(i, links=(f"/p{i}",), labels=("Permalink",))
     for i in range(5):
-        pages[f"/d{i}"] = article_html(i, chrome=f"Sponsored {i}")
+        # every link already requested from /: the crawl fetches no more pages
+        pages[f"/d{i}"] = article_html(i, links=(f"/p{5 - i}",), labels=("Permalink",))
     site.serve(pages)
 
 
