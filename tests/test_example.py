@@ -90,12 +90,13 @@ def test_session_id_views_dropped_one_view_per_listing_page_kept(crawl):
     for n in range(1, LISTING_PAGES + 1):
         assert kept[f"listing:{n}"] == 1
     # Every page links to listing page 1 with a fresh session id: URL dedup cannot help;
-    # the URL rule learned from the dropped views skips at least half of them before
-    # download (how many depends on the order Scrapy schedules them: 16 of 32 on Scrapy
-    # 2.13, more on 2.19).
+    # the URL rule learned from the dropped views skips many of them before download
+    # (how many depends on the order Scrapy schedules them, and since version 7 a site's
+    # first views are dropped only as exact copies, so the rule activates later: 10 of 32
+    # in one run on Scrapy 2.13, most of them on 2.19).
     skipped = Counter(classify(s["url"]).group for s in crawl.skips)
     assert views["listing:1"] + skipped["listing:1"] > 10
-    assert skipped["listing:1"] >= views["listing:1"]
+    assert skipped["listing:1"] >= 5
 
 
 def test_url_rules_skip_copies_of_kept_pages_only(crawl):
@@ -110,9 +111,10 @@ def test_url_rules_skip_copies_of_kept_pages_only(crawl):
     assert stats["simhash/rules_active"] >= 3
     for rule, n in Counter(s["rule"] for s in crawl.skips).items():
         assert stats[f"simhash/requests_skipped_count/{rule}"] == n
-    # the copies cost few fetches: each story and listing page kept once, under 60% of
-    # the 121 fetches the crawl makes without rules
-    assert len(crawl.fetched) < 0.6 * 121
+    # the copies cost few fetches: each story and listing page kept once, under 70% of
+    # the 121 fetches the crawl makes without rules (58 to 61 on Scrapy 2.19; 75 in one
+    # run on 2.13, where the session-id rule activates later)
+    assert len(crawl.fetched) < 0.7 * 121
 
 
 def test_distinct_pages_all_kept_once(crawl):
