@@ -1,8 +1,9 @@
 """Signing cost of hostile pages: CPU per shape, and memory kept across pages.
 
 Speed (the default): every shape of :mod:`evaluation.hostile` at ``--size``
-characters gets its signature (fingerprint and sketch: what a crawl computes)
-on both paths a crawl takes:
+characters gets its signature (fingerprint and sketch: what a crawl computes,
+its host's template known, so the own text's sketch is made where the page
+gets one) on both paths a crawl takes:
 
 * ``bytes``: ``signature(html_bytes)``: our parse (cut to ``MAX_HTML_CHARS``)
   and the rest; ``parse`` is the parse alone, ``sig`` the rest
@@ -48,6 +49,7 @@ from scrapy_simhash.fingerprinting.extract import parse_html, plain_elements
 
 SG = importlib.import_module("scrapy_simhash.fingerprinting.signature")
 EX = importlib.import_module("scrapy_simhash.fingerprinting.extract")
+TP = importlib.import_module("scrapy_simhash.fingerprinting.template")
 
 #: No page may cost more CPU for its signature than this (ms).
 BAR_MS = 50.0
@@ -97,9 +99,27 @@ def peak_mb(prepare: Callable[[], object], fn: Callable[[object], object]) -> fl
     return _status("VmHWM") - before
 
 
+def _known_template() -> object:
+    """A host's template once known, as a crawl signs pages after its first
+    two: so that the own text's sketch is computed where a page gets one."""
+    template = TP.SiteTemplate()
+    for n in range(TP.KNOWN_PAGES):
+        page = f"<html><body><nav>Home About</nav><p>page {n} of the site</p></body></html>"
+        template.learn(SG.analyse(page).evidence.block_hashes)
+    return template
+
+
+TEMPLATE = _known_template()
+
+
+def signature(root) -> object:
+    """What a crawl computes for a page, its host's template known."""
+    return SG.signature(root, template=TEMPLATE)
+
+
 def parsel_signature(root) -> object:
     with plain_elements(root):
-        return SG.signature(root)
+        return signature(root)
 
 
 def speed(size: int, repeat: int, names: list[str] | None) -> list[str]:
@@ -119,10 +139,10 @@ def speed(size: int, repeat: int, names: list[str] | None) -> list[str]:
         text = make(size)
         data = text.encode("utf-8")
         bytes_parse = cpu_ms(lambda: data, parse_html, repeat)
-        bytes_fp = cpu_ms(lambda: parse_html(data), SG.signature, repeat)
+        bytes_fp = cpu_ms(lambda: parse_html(data), signature, repeat)
         parsel_parse = cpu_ms(lambda: text, lambda text: Selector(text=text).root, repeat)
         parsel_fp = cpu_ms(lambda: Selector(text=text).root, parsel_signature, repeat)
-        grown = peak_mb(lambda: parse_html(data), SG.signature)
+        grown = peak_mb(lambda: parse_html(data), signature)
         lines.append(
             f"{name:<26}{bytes_parse:>12.1f}{bytes_fp:>10.1f}{parsel_parse:>14.1f}{parsel_fp:>11.1f}"
             f"{grown:>8.1f}"

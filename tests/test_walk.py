@@ -1,6 +1,7 @@
 """The compiled walk (``scrapy_simhash.fingerprinting._walk``) against the Python walk it replaces.
 
-Both must return the same blocks, placeholders, spans and budgets on any tree:
+Both must return the same blocks, placeholders, spans and budgets on any tree
+(and the same text of soft-dropped subtrees, ``_subtree_text``):
 generated pages (hypothesis), trees built with lxml's API (namespaces, entity
 references, CDATA, processing instructions), pathologically deep nesting, the
 budgets cut short, the hostile shapes of ``evaluation.hostile`` with every
@@ -58,7 +59,7 @@ def budgets_of(walker) -> tuple:
 def walk_result(root, compiled: bool, **budgets: int) -> tuple:
     """What the walker returns for a page: the first walk, the full expansion
     (every placeholder walked, nested walks included), the budgets used, and
-    what :func:`extract` makes of it."""
+    what :func:`extract_page` makes of it."""
     with walk_mode(compiled, **budgets):
         _, body = E._head_and_body(root)
         start = body if body is not None else root
@@ -66,7 +67,9 @@ def walk_result(root, compiled: bool, **budgets: int) -> tuple:
         items, spans = walker.run(start, E._HEADING_TAGS.get(start.tag, 0), False, False)
         first = ([_item(i) for i in items], spans, budgets_of(walker))
         full = walker.expand(items, spans, -1, -1)
-        return first, full, budgets_of(walker), E.extract(root)
+        # extract_page: the main text, and every block (soft-dropped subtrees
+        # read as one block each: E._subtree_text, compiled or not).
+        return first, full, budgets_of(walker), E.extract_page(root)
 
 
 def assert_same(root, **budgets: int) -> None:

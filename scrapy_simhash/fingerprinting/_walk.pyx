@@ -489,3 +489,59 @@ def walk(
         state.items, state.spans, state.chars, state.elements, state.read, state.scan_chars,
         state.scan_elements, state.name_chars,
     )
+
+
+cdef inline bint _is_link(tree.xmlNode* c) noexcept nogil:
+    # <a> without a namespace (as the XPath ``a``)
+    return c.ns is NULL and strcmp(<const char*>c.name, "a") == 0
+
+
+def subtree_text(cetree._Element el not None, Py_ssize_t chars_left):
+    """``extract._subtree_text``: ``(text, link characters)`` of ``el``'s
+    subtree, its tail left out (the text nodes ``etree.tostring(el,
+    method="text")`` joins, and the characters of those inside an ``<a>``
+    below ``el``), or None when it holds more than ``chars_left``
+    characters, read in one pass that stops there."""
+    cdef tree.xmlNode* top = el._c_node
+    cdef tree.xmlNode* c = top.children
+    cdef const unsigned char* s
+    cdef Py_ssize_t n, points, read = 0, link = 0, links = 0, size = 0, capacity = 0
+    cdef char* buf = NULL
+    cdef char* grown
+    try:
+        while c is not NULL:
+            if _is_text(c):
+                if c.content is not NULL and c.content[0] != 0:
+                    s = <const unsigned char*>c.content
+                    n = strlen(<const char*>s)
+                    points = _code_points(s)
+                    read += points
+                    if read > chars_left:
+                        return None
+                    if links:
+                        link += points
+                    if size + n > capacity:
+                        capacity = max(size + n, 2 * capacity, 256)
+                        grown = <char*>PyMem_Realloc(buf, capacity)
+                        if grown is NULL:
+                            raise MemoryError()
+                        buf = grown
+                    memcpy(buf + size, s, n)
+                    size += n
+            elif c.type == tree.XML_ELEMENT_NODE and c.children is not NULL:
+                if _is_link(c):
+                    links += 1
+                c = c.children
+                continue
+            while c.next is NULL:  # up, out of the elements that end here
+                c = c.parent
+                if c is top or c is NULL:
+                    c = NULL
+                    break
+                if _is_link(c):
+                    links -= 1
+            if c is not NULL:
+                c = c.next
+        return PyUnicode_DecodeUTF8(buf, size, NULL), link
+    finally:
+        PyMem_Free(buf)

@@ -47,13 +47,17 @@ the walk under a millisecond on typical pages.
 
 Bounds, so that any page costs a bounded time whatever its size or shape,
 given as HTML or as a tree (parsel's included), each a budget of the whole
-page (all its walks counted), chosen well above every corpus page's use:
+page (all its walks counted). They cut 30 of the corpus's 13,506 pages (its
+largest indexes and source listings: Python's ``contents.html``, libstdc++'s
+biggest headers); a cut page gets a fingerprint of what was read and is never
+dropped (:attr:`PageText.complete`):
 
 * HTML as ``str``/``bytes`` is cut to :data:`MAX_HTML_CHARS` characters before
   parsing (the parse itself is lxml's; a tree given is already parsed);
 * walking stops after :data:`MAX_ELEMENTS` elements, :data:`MAX_TEXT_CHARS`
   kept characters or :data:`MAX_ITEMS` blocks, and text is read into blocks up
-  to :data:`MAX_READ_CHARS` characters (a longer text is cut there);
+  to :data:`MAX_READ_CHARS` characters (a longer text is cut there; the
+  soft-dropped subtrees' text read for :attr:`PageText.blocks` counts too);
 * elements nested more than :data:`MAX_DEPTH` levels below the start are read
   as plain text (parsel's trees can be 2,048 levels deep), so the recursion is
   bounded;
@@ -106,12 +110,12 @@ logger = logging.getLogger(__name__)
 MAX_HTML_CHARS = 3_000_000
 #: Characters of visible text kept at most: walking stops at the first
 #: element after this many.
-MAX_TEXT_CHARS = 200_000
+MAX_TEXT_CHARS = 150_000
 #: Characters of text read into blocks at most (whitespace included, every
 #: walk of the page counted): a longer text is cut there and walking stops.
-MAX_READ_CHARS = 600_000
+MAX_READ_CHARS = 400_000
 #: Elements walked at most (elements read as plain text included).
-MAX_ELEMENTS = 60_000
+MAX_ELEMENTS = 30_000
 #: Nesting depth below the walk's start (``body``) beyond which an element is
 #: read as plain text (its whole text, no rules): bounds the walk's recursion.
 MAX_DEPTH = 128
@@ -128,7 +132,7 @@ MAX_ATTRIBUTE_CHARS = 8192
 MAX_NAME_CHARS = 250_000
 #: Blocks and placeholders made at most, every walk of the page counted:
 #: walking stops there.
-MAX_ITEMS = 16_000
+MAX_ITEMS = 5_000
 #: Characters of the title read at most.
 MAX_TITLE_CHARS = 2000
 #: Kept share of the visible text below which class/id names are trusted
@@ -789,20 +793,50 @@ def _select(blocks: list[tuple[str, int, int]]) -> tuple[list[bool], int]:
     and their characters."""
     keep = [link <= MAX_LINK_DENSITY * len(text) for text, _, link in blocks]
     # A heading with no kept body text in its section titles a template box
-    # ("Related articles", "Comments"...).
-    next_level = [False] * 7  # kept body text before the next heading of level <= i
+    # ("Related articles", "Comments"...). Walking back, the heading levels
+    # below ``open_below`` have kept body text after them before the next
+    # heading of their level or above: all of them after kept body text; a
+    # heading of level k then closes levels k and deeper.
+    open_below = 0
     for i in range(len(blocks) - 1, -1, -1):
         kind = blocks[i][1]
         if not kind or kind == _CODE:
             if keep[i]:
-                next_level = [True] * 7
+                open_below = 7
             continue
-        if keep[i] and not next_level[kind]:
+        if keep[i] and kind >= open_below:
             keep[i] = False
-        for level in range(kind, 7):
-            next_level[level] = False
+        if kind < open_below:
+            open_below = kind
     kept = sum(len(b[0]) for b, k in zip(blocks, keep) if k)
     return keep, kept
+
+
+class _Expansions:
+    """:meth:`_Walker.expand` and :func:`_select` for the limits the guard and
+    the fallbacks try in turn, each distinct expansion computed once: limits
+    that walk the same placeholders (often none) share one result, so a page
+    of many blocks is not read again for every fallback."""
+
+    __slots__ = ("walker", "items", "spans", "dropped", "done")
+
+    def __init__(self, walker: _Walker, items: list, spans: list) -> None:
+        self.walker, self.items, self.spans = walker, items, spans
+        self.dropped = [(n, i) for n, i in enumerate(items) if i.__class__ is _Dropped]
+        self.done: dict = {}
+
+    def __call__(self, limit: float, weak_limit: float) -> tuple[list, list, list[bool], int]:
+        """``(blocks, spans, keep, kept)`` with these limits."""
+        chosen = tuple(
+            n for n, item in self.dropped if item.chars > (weak_limit if item.weak else limit)
+        )
+        # Placeholders nested in a walked one are expanded by the same limits.
+        key = (chosen, limit, weak_limit) if chosen else ()
+        found = self.done.get(key)
+        if found is None:
+            blocks, spans = self.walker.expand(self.items, self.spans, limit, weak_limit)
+            found = self.done[key] = (blocks, spans, *_select(blocks))
+        return found
 
 
 def _head_and_body(root: etree._Element) -> tuple[str, etree._Element | None]:
@@ -968,8 +1002,8 @@ def _extract(
     # how much text the template's menus, headers and footers hold.
     own = total - landmarks
     limit = GUARD_SHARE * total
-    blocks, block_spans = walker.expand(items, spans, limit, GUARD_SHARE * own)
-    keep, kept = _select(blocks)
+    expanded = _Expansions(walker, items, spans)
+    blocks, block_spans, keep, kept = expanded(limit, GUARD_SHARE * own)
     enough = max(MIN_KEPT_SHARE * total, MIN_KEPT_CHARS)
     if kept < enough:
         # Too little left: trust class/id names less, first for the elements
@@ -985,8 +1019,7 @@ def _extract(
         ]
         declared = bool(wrappers) and all(_in_main_content(i.el) for i in wrappers)
         for weak_limit in (MIN_KEPT_SHARE * own, -1):
-            blocks, block_spans = walker.expand(items, spans, limit, weak_limit)
-            keep, kept = _select(blocks)
+            blocks, block_spans, keep, kept = expanded(limit, weak_limit)
             if kept >= enough:
                 if weak_limit < 0 or not declared:
                     block_spans = []
@@ -1002,11 +1035,10 @@ def _extract(
             # from its template's: no main text, so no fingerprint, never a
             # drop. (A small page with no template is read whole.)
             block_spans = []
-            everything, _ = walker.expand(items, spans, -1, -1)
+            everything, _, keep, kept = expanded(-1, -1)
             blocks = everything
-            keep, kept = _select(blocks)
             if kept < MIN_KEPT_CHARS:
-                blocks, _ = walker.expand(items, spans, float("inf"), -1)
+                blocks = expanded(float("inf"), -1)[0]
                 outside = sum(len(b[0]) for b in blocks)
                 if outside < MIN_KEPT_CHARS:
                     if total > 2 * outside:
@@ -1033,25 +1065,40 @@ def _extract(
 def _all_blocks(items: list, walker: _Walker) -> list:
     """Every visible block of the page as ``(text, kind, link characters)``:
     the blocks of the first walk, and each soft-dropped subtree as one block
-    of its text (read by lxml within :data:`MAX_SCAN_CHARS` over the page, no
-    rule applied: a template's menus and footers are blocks like any other)."""
+    of its text (no rule applied: a template's menus and footers are blocks
+    like any other). The subtrees' text counts against
+    :data:`MAX_READ_CHARS` with the walks': past it the page is cut (not
+    :func:`_complete`)."""
     out = []
-    left = MAX_SCAN_CHARS
     for item in items:
         if item.__class__ is not _Dropped:
             out.append(item)
             continue
-        if left <= 0:
+        read = _subtree_text(item.el, MAX_READ_CHARS - walker.read)
+        if read is None:
             walker.read = MAX_READ_CHARS  # cut: the page's text is not all there
             break
-        el = item.el
-        text = etree.tostring(el, method="text", encoding=str, with_tail=False)
-        left -= len(text)
+        text, link = read
+        walker.read += len(text)
         text = " ".join(text.split())
         if text:
-            link = sum(map(len, el.xpath(".//a//text()"))) if item.in_link is False else len(text)
-            out.append((text, item.kind, min(link, len(text))))
+            out.append((text, item.kind, len(text) if item.in_link else min(link, len(text))))
     return out
+
+
+def _subtree_text(el, chars_left: int) -> tuple[str, int] | None:
+    """``(text, link characters)`` of ``el``'s subtree without its tail (as
+    ``etree.tostring(el, method="text")``, and the characters of that text
+    inside links below ``el``), or None when it holds more than
+    ``chars_left`` characters. Compiled when ``_walk`` is built."""
+    if _walk is not None:
+        return _walk.subtree_text(el, chars_left)
+    if chars_left < 0:
+        return None
+    text = etree.tostring(el, method="text", encoding=str, with_tail=False)
+    if len(text) > chars_left:
+        return None
+    return text, sum(map(len, el.xpath(".//a//text()")))
 
 
 def _complete(walker: _Walker) -> bool:
