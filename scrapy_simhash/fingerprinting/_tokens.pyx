@@ -154,10 +154,11 @@ cdef bytes _minhash(const uint64_t* hashes, Py_ssize_t count, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<char*>out, 64)
 
 
-def sketch(list words, Py_ssize_t n, object seed, object digest):
+def sketch(list words, Py_ssize_t n, object seed, object digest, bint encoded=True):
     """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
     the 64-byte b-bit one-permutation minhash of the ``n``-shingles of
-    ``words`` (UTF-8 bytes)."""
+    ``words`` (UTF-8 bytes; ``str`` when not ``encoded``, each distinct word
+    then encoded once, surrogates passed)."""
     cdef Py_ssize_t count = len(words)
     if not count:
         return _minhash(NULL, 0, n)
@@ -165,7 +166,7 @@ def sketch(list words, Py_ssize_t n, object seed, object digest):
     if hashes == NULL:
         raise MemoryError()
     try:
-        _hash_tokens(words, hashes, seed, digest, True)
+        _hash_tokens(words, hashes, seed, digest, encoded)
         return _minhash(hashes, count, n)
     finally:
         PyMem_Free(hashes)

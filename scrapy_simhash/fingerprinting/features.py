@@ -174,10 +174,15 @@ def sketch_words(texts: Sequence[str]) -> list[bytes]:
     except UnicodeEncodeError:  # the general path
         data = b"\x00"
     if b"\x00" in data:
-        words = _SKETCH_WORD.findall(unicodedata.normalize("NFKC", joined).lower())
-        return [word.encode("utf-8", "surrogatepass") for word in words]
+        return [word.encode("utf-8", "surrogatepass") for word in general_sketch_words(joined)]
     # bytes.split() splits at ASCII whitespace only, never inside a UTF-8 character
     return data.decode("latin-1").encode("utf-8").split()
+
+
+def general_sketch_words(text: str) -> list[str]:
+    """:func:`sketch_words` of any text, as ``str``: ``\\w+`` of its NFKC,
+    lower-cased form."""
+    return _SKETCH_WORD.findall(unicodedata.normalize("NFKC", text).lower())
 
 
 def _tokenize(text: str) -> list[str]:

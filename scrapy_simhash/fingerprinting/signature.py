@@ -204,12 +204,14 @@ def shingle_sketch(texts: list[str]) -> bytes:
         words = sketch_words(texts)
         return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
     digest = xxhash.xxh3_64_intdigest
-    text = _features._separated("\n".join(texts)).lower()
+    joined = "\n".join(texts)
     found = compiled.latin1_sketch(
-        text, _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED, digest
+        _features._separated(joined).lower(), _features._LATIN1_SKETCH_WORDS, SHINGLE,
+        SKETCH_SEED, digest,
     )
-    if found is None:
-        found = compiled.sketch(sketch_words(texts), SHINGLE, SKETCH_SEED, digest)
+    if found is None:  # sketch_words' general path, each distinct word encoded once
+        words = _features.general_sketch_words(joined)
+        found = compiled.sketch(words, SHINGLE, SKETCH_SEED, digest, False)
     return found
 
 
