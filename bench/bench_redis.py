@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisServer
-from scrapy_simhash.backends.redis import RedisSimhashIndex, import_redis
+from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
 from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS
 from scrapy_simhash.index import TableLayout
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "scrapy_simhash"
 
@@ -103,17 +102,6 @@ def test_the_graph_sees_local_and_type_checking_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-#: Cycles other branches are removing (issue 24's list: cli/crawl and cli/pairs,
-#: index/snapshot and index/tables, the fingerprinting package's modules); the
-#: lead makes the test strict once they are merged.
-_REMAINING = cycles(import_graph())
-
-
-@pytest.mark.xfail(
-    bool(_REMAINING), strict=False,
-    reason="import cycles other branches are removing: "
-    + "; ".join(" <-> ".join(c) for c in _REMAINING),
-)
 def test_no_import_cycles():
     found = cycles(import_graph())
     assert not found, "modules that import each other: " + "; ".join(

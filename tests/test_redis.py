@@ -17,11 +17,8 @@ from scrapy_simhash.fingerprinting import FINGERPRINT_VERSION, Signature
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from scrapy_simhash.index import Match
 from scrapy_simhash.index import TableLayout
-from scrapy_simhash.backends.redis import (
-    RedisBackend,
-    RedisSimhashIndex,
-    import_redis,
-)
+from scrapy_simhash.backends.redis import RedisBackend
+from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
 from scrapy_simhash.settings import SimhashSettings
 from tests.fixtures_redis import fill_up, make_room
 
@@ -437,7 +434,7 @@ def test_pages_sharing_a_fingerprint_cost_a_bounded_call(redis_client):
     """3,000 distinct pages with one fingerprint (sketches that never confirm each
     other): none is dropped, each call stays short (SLOWLOG), the buckets stop
     growing at SAME_FINGERPRINT_CAP entries, and a copy of a stored one is found."""
-    from scrapy_simhash.backends.redis import SAME_FINGERPRINT_CAP
+    from scrapy_simhash.backends.redis_index import SAME_FINGERPRINT_CAP
 
     index = make_index(redis_client, TableLayout.plan(6, 100_000), expected_size=100_000)
     rng = np.random.default_rng(4)
@@ -685,7 +682,7 @@ def test_auto_layout_joins_whatever_the_expected_size(redis_url):
 
 
 def test_index_info_and_clear_for_tools(redis_client):
-    from scrapy_simhash.backends.redis import clear_index, index_info
+    from scrapy_simhash.backends.redis_index import clear_index, index_info
 
     assert index_info(redis_client, "tool:simhash") is None
     layout = TableLayout.parse("16,16,16,16/12,12,12,12", 3)

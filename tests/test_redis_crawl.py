@@ -18,7 +18,8 @@ import scrapy
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_simhash.backends import BackendError
-from scrapy_simhash.backends.redis import SKETCH_BLOCK, RedisBackend, import_redis
+from scrapy_simhash.backends.redis import RedisBackend, import_redis
+from scrapy_simhash.backends.redis_index import SKETCH_BLOCK
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, confirms_many
 from tests.fixtures_http import article_html, crawl
 from tests.fixtures_redis import fill_up, make_room

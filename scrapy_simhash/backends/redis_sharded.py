@@ -29,7 +29,7 @@ import os
 import time
 from typing import Any
 
-from scrapy_simhash.backends.redis import (
+from scrapy_simhash.backends.redis_index import (
     BUCKET_CAP,
     ENTRY_SIZE,
     IndexConflictError,

@@ -14,7 +14,7 @@ from scrapy_simhash.cli.output import Progress
 
 def redis_client(url: str) -> Any:
     """A connected client; :class:`InputError` when redis-py is missing or Redis is down."""
-    from scrapy_simhash.backends.redis import import_redis
+    from scrapy_simhash.backends.redis_index import import_redis
 
     try:
         redis = import_redis()
@@ -29,7 +29,7 @@ def redis_client(url: str) -> Any:
 
 
 def cmd_redis_info(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash.backends.redis import index_info
+    from scrapy_simhash.backends.redis_index import index_info
 
     info = index_info(redis_client(args.url), args.key)
     if info is None:
@@ -40,7 +40,7 @@ def cmd_redis_info(args: argparse.Namespace, problems: Problems, progress: Progr
 
 
 def cmd_redis_clear(args: argparse.Namespace, problems: Problems, progress: Progress) -> int:
-    from scrapy_simhash.backends.redis import clear_index, index_info
+    from scrapy_simhash.backends.redis_index import clear_index, index_info
 
     client = redis_client(args.url)
     info = index_info(client, args.key)

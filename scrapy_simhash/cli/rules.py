@@ -48,7 +48,7 @@ def _events(args: argparse.Namespace) -> list:
         if not args.key:
             raise ValueError("a Redis STATE needs --key (SIMHASH_REDIS_KEY with the spider "
                              "name, then :rules, e.g. demo:simhash:rules)")
-        from scrapy_simhash.backends.redis import import_redis
+        from scrapy_simhash.backends.redis_index import import_redis
         from scrapy_simhash.rules import RedisRuleLog
 
         log = RedisRuleLog(import_redis().Redis.from_url(args.state), args.key)

@@ -5,7 +5,7 @@ pages here: each page's fingerprint, sketch and URL, and the k the crawl decided
 at, so that they decide as the crawl did. A state file is read only through
 :func:`scrapy_simhash.backends.state.read_state` (format and fingerprint version
 checked); a Redis index through
-:func:`scrapy_simhash.backends.redis.read_index_pages`.
+:func:`scrapy_simhash.backends.redis_index.read_index_pages`.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def open_crawl(spec: str, key: str | None = None) -> CrawlPages:
 
 
 def _redis_pages(url: str, key: str | None) -> CrawlPages:
-    from scrapy_simhash.backends.redis import IndexMismatchError, import_redis, read_index_pages
+    from scrapy_simhash.backends.redis_index import IndexMismatchError, import_redis, read_index_pages
 
     if not key:
         raise UsageProblem(f"{url} is a Redis URL: add --key, the index's key prefix "
