@@ -32,10 +32,7 @@ from typing import Any
 from scrapy_simhash.backends.redis_index import (
     BUCKET_CAP,
     ENTRY_SIZE,
-    IndexConflictError,
     IndexFullError,
-    IndexMismatchError,
-    IndexMissingError,
     RedisSimhashIndex,
 )
 from scrapy_simhash.index import Match
@@ -139,19 +136,6 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
             if not self._unlock_script(keys=[self.lock_key], args=[token]):
                 self.lease_lost += 1
         return matches, nearest, int(new_key)
-
-    def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
-        results: list[Any] = []
-        for fp, url, add, sketch in entries:
-            try:
-                results.append(self.query_and_add(fp, url, add=add, sketch=sketch))
-            except (IndexFullError, IndexMismatchError, IndexMissingError,
-                    IndexConflictError) as exc:  # fmt: skip
-                results.append(exc)
-            except self._errors as exc:
-                results.append(exc)
-                break
-        return results
 
     # -- the lock ------------------------------------------------------------
 
