@@ -747,7 +747,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"FINGERPRINT_VERSION={FINGERPRINT_VERSION}  load average {load} (start)",
         f"command: python -m bench.crawl_harness {command}",
         f"crawls: concurrency {args.concurrency}, {args.order} order, add-on {ADDON} at its "
-        f"defaults" + (f", settings {extra}" if extra else ""),
+        f"defaults" + (f", settings {extra}" if extra else "")
+        + (" (--keep: its index also written to a state file, SIMHASH_PERSIST_PATH)"
+           if args.keep else ""),
     ]
     lost = 0
     with tempfile.TemporaryDirectory(prefix="crawl-harness-") as tmp:
