@@ -365,7 +365,8 @@ def run_crawl(site: MirroredSite, start: str, settings: Mapping[str, Any], workd
     record, drops, log, state = (
         workdir / f"{label}.{ext}" for ext in ("json", "drops.jsonl", "log", "state")
     )
-    for path in (record, drops, log, state):
+    rules = state.with_name(state.name + ".rules")  # the URL rules beside the state
+    for path in (record, drops, log, state, rules):  # (a kept state or rules would be resumed)
         path.unlink(missing_ok=True)
     settings = {**settings, "LOG_FILE": str(log)}
     if plugin:
@@ -720,8 +721,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(default 3)")
     parser.add_argument("--show", type=int, default=10, help="lost pages and wrong drops listed")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per crawl")
-    parser.add_argument("--keep", type=Path, help="keep each crawl's log, drops and record here, and the index of the crawl "
-                        "with the add-on (with.state, for `scrapy-simhash explain`)")
+    parser.add_argument("--keep", type=Path,
+                        help="keep each crawl's log, drops and record here, and the index of "
+                        "the crawl with the add-on (with.state, for `scrapy-simhash explain`)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file ({RESULTS})")
     parser.add_argument("--append", action="store_true", help="append to the results file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a page is lost")
