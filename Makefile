@@ -142,8 +142,8 @@ bench-spark: venv java
 # The crawl harness (issue 23): docs-dev3's API references and PostgreSQL, each with a
 # mirror, crawled with and without the add-on (~15 minutes on a shared 2-core machine).
 bench-crawl: venv
-	$(PY) -m bench.crawl_harness docs3/qt-5.15 --pages 1200
-	$(PY) -m bench.crawl_harness docs3/eigen-3.4 docs3/commons-lang3-3.12 docs2/postgresql-15 --append
+	$(PY) -m bench.crawl_harness python-3.11 django-3.2 docs2/cmake-3.25 docs2/libstdc++-12 docs2/git-2.39 docs3/eigen-3.4 docs3/commons-lang3-3.12 --pages 1200
+	$(PY) -m bench.crawl_harness docs3/qt-5.15 docs2/postgresql-15 --pages 1200 --append
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) $(DOCS_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so scrapy_simhash/fingerprinting/_tokens.c scrapy_simhash/fingerprinting/_tokens.html scrapy_simhash/fingerprinting/_tokens.*.so build

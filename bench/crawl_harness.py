@@ -141,6 +141,27 @@ def bfs_pages(root: Path, start: str, limit: int | None = None) -> list[str]:
     return order
 
 
+def linkers(root: Path, pages: Sequence[str], targets: Iterable[str]) -> dict[str, list[str]]:
+    """For each of *targets*, the pages of *pages* that link to it (what a crawl would
+    have to deliver for it to be requested), in *pages*' order."""
+    wanted = set(targets)
+    found: dict[str, list[str]] = {key: [] for key in wanted}
+    if not wanted:
+        return found
+    base = "http://site"
+    for key in pages:
+        try:
+            tree = lxml_html.fromstring((root / key).read_bytes())
+        except (ValueError, etree.LxmlError):
+            continue
+        linked = {hit[1] for url in outlinks(page_url(base, key), tree.xpath(LINKS))
+                  if (hit := locate(url, {"": base})) is not None}
+        for target in linked & wanted:
+            if target != key:
+                found[target].append(key)
+    return found
+
+
 def mirror_entries(pages: Sequence[str], count: int) -> list[str]:
     """The pages whose mirror copies the start page links to: the start page itself and
     ``count - 1`` more, evenly spread over the breadth-first order (so that a crawl meets
@@ -336,15 +357,22 @@ def crawl_settings(concurrency: int, order: str, extra: Mapping[str, str]) -> di
 
 
 def run_crawl(site: MirroredSite, start: str, settings: Mapping[str, Any], workdir: Path,
-              plugin: bool, timeout: float) -> Crawl:
-    """One crawl of *site* in a fresh ``python -m bench.crawl_harness --worker`` process."""
+              plugin: bool, timeout: float, keep_state: bool = False) -> Crawl:
+    """One crawl of *site* in a fresh ``python -m bench.crawl_harness --worker`` process;
+    with *keep_state*, the crawl with the add-on also writes its index to
+    ``with.state`` (``SIMHASH_PERSIST_PATH``: the kept pages' sketches, for ``explain``)."""
     label = "with" if plugin else "without"
-    record, drops, log = (workdir / f"{label}.{ext}" for ext in ("json", "drops.jsonl", "log"))
-    for path in (record, drops, log):
+    record, drops, log, state = (
+        workdir / f"{label}.{ext}" for ext in ("json", "drops.jsonl", "log", "state")
+    )
+    rules = state.with_name(state.name + ".rules")  # the URL rules beside the state
+    for path in (record, drops, log, state, rules):  # (a kept state or rules would be resumed)
         path.unlink(missing_ok=True)
     settings = {**settings, "LOG_FILE": str(log)}
     if plugin:
         settings = {"ADDONS": ADDON, **settings, "SIMHASH_LOG_FILE": str(drops)}
+        if keep_state:
+            settings["SIMHASH_PERSIST_PATH"] = str(state)
     config = workdir / f"{label}.config.json"
     config.write_text(json.dumps({
         "settings": settings,
@@ -459,6 +487,9 @@ class Accounting:
     mirror_missing: Counter[str]  # of those, not delivered with it: how
     both_off: int  # pages delivered from both copies, without the add-on
     both_on: int  # the same, with it
+    #: mirror copies delivered with the add-on in place of their original (met first, the
+    #: original then dropped, skipped or never requested): the copy kept, not a copy missed
+    mirror_instead: int = 0
 
     def wrong(self) -> list[Verdict]:
         return [v for v in self.drops + self.skips if v.kind == "WRONG"]
@@ -503,8 +534,11 @@ def account(pages: int, off: Crawl, on: Crawl, judge: Judge) -> Accounting:
         return sum((ORIGINAL, key) in crawl.parsed and (MIRROR, key) in crawl.parsed
                    for key in crawl.delivered())
 
+    instead = sum((MIRROR, key) in on.parsed and (ORIGINAL, key) not in on.parsed
+                  for key in mirror)
     return Accounting(pages, off, on, undelivered, lost, _judge(on.drops, judge),
-                      _judge(on.skips, judge), len(mirror), missing, both(off), both(on))
+                      _judge(on.skips, judge), len(mirror), missing, both(off), both(on),
+                      instead)
 
 
 # --------------------------------------------------------------------------- the report
@@ -541,8 +575,10 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
-    """The table and lists of one site."""
+def report(site: SiteSpec, files: int, acc: Accounting, show: int,
+           parents: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """The table and lists of one site; *parents*: the pages linking to each lost page
+    that was never requested (:func:`linkers`), shown with what the crawl did to them."""
     off, on = acc.off, acc.on
     fetched_off, fetched_on = sum(off.served.values()), sum(on.served.values())
     lines = [
@@ -572,6 +608,12 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
         f"  mirror copies not delivered: {sum(acc.mirror_missing.values())} of {acc.mirror_off} "
         f"({_pct(sum(acc.mirror_missing.values()), acc.mirror_off)}): "
         + (", ".join(f"{n} {how}" for how, n in acc.mirror_missing.most_common()) or "none"),
+        f"    (delivered: {acc.mirror_off - sum(acc.mirror_missing.values())}, of which "
+        f"{acc.mirror_instead} in place of their original, which the crawl met later)",
+        f"  second copies not delivered: {len(on.delivered()) - acc.both_on} of "
+        f"{len(on.delivered())} pages delivered "
+        f"({_pct(len(on.delivered()) - acc.both_on, len(on.delivered()))}): "
+        "delivered from one copy only",
     ]
     for label, verdicts in (("drops", acc.drops), ("URL-rule skips", acc.skips)):
         kinds = Counter(v.kind for v in verdicts)
@@ -588,6 +630,8 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
             v = why.get(key)
             detail = (f" as a copy of {v.event.of_key} (J={v.jaccard:.2f})" if v else "")
             lines.append(f"    {acc.lost[key]:<16} {key}{detail}")
+            for parent in (parents or {}).get(key, ())[:show]:
+                lines.append(f"      linked from {parent}: {_fate(acc, parent, why)}")
     wrong = sorted(acc.wrong(), key=lambda v: (v.jaccard, v.event.key))
     if wrong:
         lines.append(f"  WRONG drops and skips, lowest Jaccard first (first {show}):")
@@ -596,6 +640,26 @@ def report(site: SiteSpec, files: int, acc: Accounting, show: int) -> list[str]:
             lines.append(f"    J={v.jaccard:.2f} d={e.distance}  {e.copy} {e.key}  <-  "
                          f"{e.of_copy} {e.of_key}")
     return lines
+
+
+def _fate(acc: Accounting, key: str, why: Mapping[str, Verdict]) -> str:
+    """What the crawl with the add-on did to page *key*'s two copies."""
+    on = acc.on
+    seen = []
+    for copy in (ORIGINAL, MIRROR):
+        if (copy, key) in on.parsed:
+            seen.append(f"{copy} delivered")
+        elif any(e.copy == copy and e.key == key for e in on.drops):
+            seen.append(f"{copy} dropped")
+        elif any(e.copy == copy and e.key == key for e in on.skips):
+            seen.append(f"{copy} skipped")
+        elif (copy, key) in on.served:
+            seen.append(f"{copy} fetched, not parsed")
+        else:
+            seen.append(f"{copy} never requested")
+    v = why.get(key)
+    detail = f" (as a copy of {v.event.of_key}, J={v.jaccard:.2f})" if v else ""
+    return ", ".join(seen) + detail
 
 
 def measure(
@@ -611,9 +675,11 @@ def measure(
               flush=True)
         off = run_crawl(served, site.start, settings, workdir, False, args.timeout)
         print(f"{site.name}: ... and with it", flush=True)
-        on = run_crawl(served, site.start, settings, workdir, True, args.timeout)
+        on = run_crawl(served, site.start, settings, workdir, True, args.timeout,
+                       keep_state=args.keep is not None)
     acc = account(len(pages), off, on, Judge(site.root, site.xpaths))
-    return acc, report(site, files, acc, args.show)
+    cascade = [key for key, how in acc.lost.items() if how == "never requested"]
+    return acc, report(site, files, acc, args.show, linkers(site.root, pages, cascade))
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -655,7 +721,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(default 3)")
     parser.add_argument("--show", type=int, default=10, help="lost pages and wrong drops listed")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per crawl")
-    parser.add_argument("--keep", type=Path, help="keep each crawl's log, drops and record here")
+    parser.add_argument("--keep", type=Path,
+                        help="keep each crawl's log, drops and record here, and the index of "
+                        "the crawl with the add-on (with.state, for `scrapy-simhash explain`)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file ({RESULTS})")
     parser.add_argument("--append", action="store_true", help="append to the results file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a page is lost")
@@ -681,7 +749,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"FINGERPRINT_VERSION={FINGERPRINT_VERSION}  load average {load} (start)",
         f"command: python -m bench.crawl_harness {command}",
         f"crawls: concurrency {args.concurrency}, {args.order} order, add-on {ADDON} at its "
-        f"defaults" + (f", settings {extra}" if extra else ""),
+        f"defaults" + (f", settings {extra}" if extra else "")
+        + (" (--keep: its index also written to a state file, SIMHASH_PERSIST_PATH)"
+           if args.keep else ""),
     ]
     lost = 0
     with tempfile.TemporaryDirectory(prefix="crawl-harness-") as tmp:

@@ -15,6 +15,7 @@ import argparse
 import json
 import random
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -153,7 +154,7 @@ def test_crawl_accounting_on_a_site_and_its_mirror(site: Path, tmp_path: Path) -
     # links to the mirror copies of every page but g.html, so f.html (two links deep in
     # the original) is met first through the mirror.
     args = argparse.Namespace(pages=None, concurrency=1, order="fifo", settings=[],
-                              mirror_links=8, timeout=300, show=10)
+                              mirror_links=8, timeout=300, show=10, keep=tmp_path / "work")
     spec = H.SiteSpec("tiny", site, "index.html", XPATHS)
     acc, lines = H.measure(spec, args, tmp_path / "work")
     pages = set(H.bfs_pages(site, "index.html"))
@@ -191,6 +192,10 @@ def test_crawl_accounting_on_a_site_and_its_mirror(site: Path, tmp_path: Path) -
     for key in pages - {"index.html", "f.html"}:
         assert ("mirror", key) not in acc.on.parsed
     assert sum(acc.mirror_missing.values()) >= 7
+    # f.html's mirror copy is delivered in place of its original: the copy kept, not missed.
+    instead = {key for copy, key in acc.on.parsed
+               if copy == "mirror" and ("original", key) not in acc.on.parsed}
+    assert "f.html" in instead and acc.mirror_instead == len(instead)
     # Fetches saved: the page copies never requested (each page is served at most once).
     saved = sum(acc.off.served.values()) - sum(acc.on.served.values())
     assert set(acc.on.served.values()) == {1} and saved == 18 - len(acc.on.served)
@@ -199,5 +204,20 @@ def test_crawl_accounting_on_a_site_and_its_mirror(site: Path, tmp_path: Path) -
     text = "\n".join(lines)
     assert "  LOST: 2 pages (" in text and "1 dropped" in text and "1 never requested" in text
     assert "dropped          e.html as a copy of d.html (J=0.0" in text
+    # The cascade named: g.html is linked only from e.html, both of whose copies were dropped.
+    parent = "      linked from e.html: original dropped, mirror dropped (as a copy of d.html"
+    assert parent in text
     assert f"fetches saved: {saved} (" in text
+    assert f"of which {len(instead)} in place of their original" in text
+    single = len(acc.on.delivered()) - acc.both_on
+    assert f"second copies not delivered: {single} of {len(acc.on.delivered())} pages" in text
     assert "WRONG drops and skips" in text
+
+    # --keep: the index of the crawl with the add-on, readable by the command line, holds
+    # the pages the crawl kept (d.html, whose copy e.html was dropped, among them).
+    from scrapy_simhash.cli.state import load_state
+
+    state = load_state(str(tmp_path / "work" / "with.state"))
+    kept = {H.page_key(urlsplit(url).path) for url in state.urls}
+    assert "d.html" in kept and "e.html" not in kept
+    assert len(state.sketches) == len(state.urls)
