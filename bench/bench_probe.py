@@ -83,7 +83,8 @@ def run(shared: int, others_count: int, repeat: int) -> list[str]:
         spent, candidates = timings[name]
         lines.append(
             f"  bounded (MemoryBackend.query_and_add), {label}: median "
-            f"{statistics.median(spent) * 1e3:.3f} ms, p90 {np.percentile(spent, 90) * 1e3:.3f} ms "
+            f"{statistics.median(spent) * 1e3:.3f} ms, "
+            f"p90 {np.percentile(spent, 90) * 1e3:.3f} ms "
             f"over {len(spent)} probes; candidates confirmed a probe: "
             + ", ".join(map(str, sorted(candidates)))
         )

@@ -99,7 +99,8 @@ def test_kept_candidates_see_a_page_that_enters_the_tables_later():
     assert backend.query_and_add(Signature(SHARED, fresh[0].tobytes()), "u", add="never") is None
     assert backend.last_candidates == FP_CAP
     # a new page 2 bits away enters the tables...
-    assert backend.query_and_add(Signature(SHARED ^ 0b11, fresh[1].tobytes()), "https://g/") is None
+    page = Signature(SHARED ^ 0b11, fresh[1].tobytes())
+    assert backend.query_and_add(page, "https://g/") is None
     # ...and a near copy of it, probed with the crowded fingerprint, finds it
     near = fresh[1].copy()
     near[:3] ^= 0x21
@@ -242,3 +243,25 @@ def test_confirms_many_thresholds(own_same, main_same, trusted, expected):
     x, y = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
     assert confirms_many(x, y).tolist() == [expected]
     assert confirms(a, b) is expected
+
+
+def test_keys_at_is_the_exact_part_of_a_query():
+    """SimhashIndex.keys_at: the keys of entries holding exactly a value, in
+    levels and the insert buffer, removed ones left out, at most ``limit``."""
+    from scrapy_simhash.index import SimhashIndex
+
+    rng = np.random.default_rng(11)
+    index = SimhashIndex(k=0, layout="64", expected_size=5000, buffer_size=64)
+    values = rng.integers(0, 2**63, 300, dtype=np.uint64)
+    index.add_many(values, np.arange(300, dtype=np.uint64))  # a level
+    for key in range(300, 700):  # a level and the buffer: 4 more keys a value
+        index.add(int(values[key % 100]), key)
+    index.remove(5)
+    index.remove(405)
+    assert index._nbuf and index._levels and any(level.dead for level in index._levels)
+    for v in (0, 5, 42, 150, 299):
+        expected = sorted(m.key for m in index.query(int(values[v])))
+        assert sorted(index.keys_at(int(values[v]), 256).tolist()) == expected
+        assert len(index.keys_at(int(values[v]), 2)) == min(2, len(expected))
+    assert sorted(index.keys_at(int(values[5]), 256).tolist()) == [305, 505, 605]
+    assert index.keys_at(12345, 256).dtype == np.uint64 and not len(index.keys_at(12345, 256))

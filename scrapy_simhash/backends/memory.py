@@ -258,8 +258,8 @@ class MemoryBackend:
     def _forget_near(self, fingerprint: int) -> None:
         """Drop the kept candidates of crowded fingerprints within k bits of
         one that just entered the tables (their probes now find it too)."""
-        k = self.k
-        for crowded in [f for f in self._crowded if (f ^ fingerprint).bit_count() <= k]:
+        k, fingerprint = self.k, int(fingerprint)
+        for crowded in [f for f in self._crowded if (int(f) ^ fingerprint).bit_count() <= k]:
             del self._crowded[crowded]
 
     def _store(self, fingerprint: int, data: bytes, sketch: bytes) -> None:
