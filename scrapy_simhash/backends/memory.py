@@ -8,6 +8,9 @@ fingerprint enter the tables, at most :data:`MAX_CANDIDATES` candidates are
 confirmed, and exact copies of a page's own text are found through an index of
 their own (so a copy is found even among thousands of pages that share its
 fingerprint; a near copy there may be missed, never a distinct page dropped).
+A crowded fingerprint's candidates (their sketches in one array) are kept
+between its probes until a page within k bits enters the tables, so its next
+probes skip the tables too (``bench/bench_probe.py``).
 With a persist path
 (``JOBDIR/simhash.seen`` by default) every added page is appended to the state
 file (:mod:`scrapy_simhash.backends.state`), so a paused or crashed crawl
@@ -30,6 +33,7 @@ from scrapy_simhash.fingerprinting.signature import (
     Signature,
     confirms_many,
     exact_keys,
+    sketch_keys,
 )
 from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex, TableLayout
 from scrapy_simhash.index.tables import ADD_MODES
@@ -44,6 +48,9 @@ logger = logging.getLogger(__name__)
 FP_CAP = 64
 #: Candidates a probe confirms at most, nearest first.
 MAX_CANDIDATES = 256
+#: Crowded fingerprints whose candidates are kept between probes, at most
+#: (each up to MAX_CANDIDATES sketches: 24 KiB).
+CROWDED_KEPT = 64
 
 
 class MemoryBackend:
@@ -75,6 +82,9 @@ class MemoryBackend:
         self._sketches = np.zeros((1024, SKETCH_BINS), dtype=np.uint8)
         self._count = 0
         self._log: Any = None
+        #: Candidates the last probe confirmed (at most :data:`MAX_CANDIDATES`).
+        self.last_candidates = 0
+        self._crowded: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> MemoryBackend:
@@ -143,6 +153,7 @@ class MemoryBackend:
         count = len(fingerprints)
         rows = np.arange(count, dtype=np.uint64)
         self._index = self._new_index()
+        self._crowded = {}
         first = _first_of_each(fingerprints, FP_CAP)
         self._index.add_many(fingerprints[first], rows[first])
         self._exact = self._new_exact()
@@ -183,31 +194,31 @@ class MemoryBackend:
             )
         if add not in ADD_MODES:
             raise ValueError(f"add must be one of {ADD_MODES}, got {add!r}")
-        keys, distances, same = self._index.query_keys(fingerprint, MAX_CANDIDATES)
-        row = np.frombuffer(signature.sketch, dtype=np.uint8)
+        rows, distances, sketches, same = self._candidates(fingerprint)
         found = None
-        if len(keys):
-            rows = keys.astype(np.intp)
-            ok = confirms_many(self._sketches[rows], np.broadcast_to(row, (len(rows), SKETCH_BINS)))
-            if ok.any():
-                best = int(ok.argmax())
+        self.last_candidates = len(rows)
+        if len(rows):
+            # the probe as one row, compared with every candidate
+            ok = confirms_many(sketches, np.frombuffer(signature.sketch, np.uint8))
+            best = int(ok.argmax())
+            if ok[best]:
                 found = (int(rows[best]), int(distances[best]))
-        exact = [int(key) for key in exact_keys(row)[0] if key]
+        exact = [key for key in sketch_keys(signature.sketch) if key]
         for key in exact if found is None else ():
             # An exact copy, wherever it is stored.
-            rows, _, _ = self._exact.query_keys(key, MAX_CANDIDATES)
+            rows = self._exact.keys_at(key, MAX_CANDIDATES).astype(np.intp)
             if len(rows):
-                rows = rows.astype(np.intp)
                 near = np.bitwise_count(self._fps[rows] ^ np.uint64(fingerprint))
-                within = np.flatnonzero(near <= self.k)
-                if len(within):
-                    best = int(within[near[within].argmin()])
+                best = int(near.argmin())
+                if near[best] <= self.k:
                     found = (int(rows[best]), int(near[best]))
                     break
         if add == "always" or (add == "if_new" and found is None):
             row_id = self._count
             if same < FP_CAP:
                 self._index.add(fingerprint, row_id)
+                if self._crowded:
+                    self._forget_near(fingerprint)
             for key in exact:
                 self._exact.add(key, row_id)
             data = stored_url(url)  # as the state file keeps it, live or resumed
@@ -223,6 +234,33 @@ class MemoryBackend:
             return None
         key, distance = found
         return Duplicate(self.url(key), int(self._fps[key]), distance)
+
+    def _candidates(self, fingerprint: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """What the tables give a probe: the candidates' rows (nearest first,
+        at most :data:`MAX_CANDIDATES`), distances and sketches (one
+        contiguous array), and how many pages in the tables hold the
+        fingerprint itself. A crowded fingerprint's (:data:`FP_CAP` pages)
+        are kept for its next probes, until a page within k bits of it
+        enters the tables (:meth:`_forget_near`): the same answer, without
+        probing the tables or gathering sketches again."""
+        cached = self._crowded.get(fingerprint)
+        if cached is not None:
+            return cached
+        keys, distances, same = self._index.query_keys(fingerprint, MAX_CANDIDATES)
+        rows = keys.astype(np.intp)
+        found = (rows, distances, self._sketches[rows], same)
+        if same >= FP_CAP:
+            if len(self._crowded) >= CROWDED_KEPT:
+                del self._crowded[next(iter(self._crowded))]  # the oldest
+            self._crowded[fingerprint] = found
+        return found
+
+    def _forget_near(self, fingerprint: int) -> None:
+        """Drop the kept candidates of crowded fingerprints within k bits of
+        one that just entered the tables (their probes now find it too)."""
+        k, fingerprint = self.k, int(fingerprint)
+        for crowded in [f for f in self._crowded if (int(f) ^ fingerprint).bit_count() <= k]:
+            del self._crowded[crowded]
 
     def _store(self, fingerprint: int, data: bytes, sketch: bytes) -> None:
         count = self._count

@@ -282,6 +282,18 @@ def exact_keys(sketches: np.ndarray) -> np.ndarray:
     return np.stack([own, page], axis=1)
 
 
+def sketch_keys(sketch: bytes) -> tuple[int, int]:
+    """:func:`exact_keys` of one sketch as two ints, without numpy: what a
+    probe looks up (a numpy call costs more than this whole function)."""
+    w6 = int.from_bytes(sketch[48:56], "little")
+    w7 = int.from_bytes(sketch[56:64], "little")
+    own_words = (w7 >> 48) & _WORDS_MASK
+    page_words = (w7 >> 32) & _WORDS_MASK
+    own = (w6 & _EXACT_MASK) | own_words << 48 if own_words else 0
+    page = (w6 >> 48 | (w7 & 0xFFFFFFFF) << 16 | page_words << 48 | 1 << 63) if page_words else 0
+    return own, page
+
+
 def _agree(a: np.ndarray, b: np.ndarray, share: int) -> tuple[np.ndarray, ...]:
     """Per row: whether at least ``share`` of every 64 filled bins agree, and
     the agreeing and filled bins."""
@@ -290,20 +302,60 @@ def _agree(a: np.ndarray, b: np.ndarray, share: int) -> tuple[np.ndarray, ...]:
     return (filled > 0) & (matches * 64 >= share * filled), matches, filled
 
 
+# confirms_many reads a sketch's bytes 48..64 as two little-endian words (the
+# tail of LAYOUT): word 6 holds the own words' hash and the visible words' hash
+# (low 16 bits), word 7 the rest of it, the visible word count with the trusted
+# flag (bit 46) and the own word count with the sketchable and known flags
+# (bits 62, 63).
+_OWN_KEY = (np.uint64(_EXACT_MASK), np.uint64(_WORDS_MASK << 48))
+_PAGE_KEY = (np.uint64(_EXACT_MASK ^ (2**64 - 1)), np.uint64(0xFFFFFFFF | _WORDS_MASK << 32))
+_OWN_WORDS = np.uint64(_WORDS_MASK << 48)
+_PAGE_WORDS = np.uint64(_WORDS_MASK << 32)
+_BOTH = np.uint64((_SKETCHABLE | _KNOWN) << 48)
+_BOTH_TRUSTED = np.uint64((_SKETCHABLE | _KNOWN) << 48 | _TRUSTED << 32)
+_ZERO = np.uint64(0)
+_EMPTY = np.uint8(0)
+#: The columns bins are counted in: own bins, the tail (not bins), main bins.
+_REGIONS = np.array([0, OWN_BINS, 64], dtype=np.intp)
+_ONE, _SCALE = np.uint16(1), np.uint16(64)
+_CONFIRM, _GUARD = np.uint16(CONFIRM), np.uint16(GUARD)
+
+
 def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`confirms` for many pairs at once: ``a`` and ``b`` are ``(n,
-    SKETCH_BINS)`` ``uint8`` arrays of sketches."""
-    a = np.asarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
-    b = np.asarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
-    own_a, main_a, key_a, page_a, meta_a, trusted_a = _fields(a)
-    own_b, main_b, key_b, page_b, meta_b, trusted_b = _fields(b)
-    exact = ((key_a == key_b) & (key_a != 0)) | ((page_a == page_b) & (page_a != 0))
-    flags = np.uint64(_SKETCHABLE | _KNOWN)
-    both = ((meta_a & flags) == flags) & ((meta_b & flags) == flags)
-    own_agrees = _agree(own_a, own_b, CONFIRM)[0]
-    guarded = _agree(own_a, own_b, GUARD)[0] & trusted_a & trusted_b
-    main_agrees = _agree(main_a, main_b, CONFIRM)[0]
-    return exact | (both & (own_agrees | (guarded & main_agrees)))
+    SKETCH_BINS)`` ``uint8`` arrays of sketches, or one of them a single row
+    compared with every row of the other (a probe against its candidates).
+    Written for few numpy calls, as a probe confirms at most a few hundred
+    candidates and each call's overhead is most of its cost."""
+    a = np.ascontiguousarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    b = np.ascontiguousarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    words_a, words_b = a.view("<u8"), b.view("<u8")
+    d6 = np.bitwise_xor(words_a[:, 6], words_b[:, 6])
+    d7 = np.bitwise_xor(words_a[:, 7], words_b[:, 7])
+    # 1. exactly: the same key of exact_keys, not the empty one (no words)
+    exact = np.equal(np.bitwise_and(d6, _OWN_KEY[0]) | np.bitwise_and(d7, _OWN_KEY[1]), _ZERO)
+    exact &= np.not_equal(np.bitwise_and(words_b[:, 7], _OWN_WORDS), _ZERO)
+    page = np.equal(np.bitwise_and(d6, _PAGE_KEY[0]) | np.bitwise_and(d7, _PAGE_KEY[1]), _ZERO)
+    exact |= page & np.not_equal(np.bitwise_and(words_b[:, 7], _PAGE_WORDS), _ZERO)
+    flags = np.bitwise_and(np.bitwise_and(words_a[:, 7], words_b[:, 7]), _BOTH_TRUSTED)
+    # _agree's bins, counted per region: agreeing (the same non-zero byte) and filled
+    filled = np.not_equal(a, _EMPTY)
+    matches = np.add.reduceat(
+        (np.equal(a, b) & filled).view(np.uint8), _REGIONS, axis=1, dtype=np.uint16
+    )
+    filled = np.add.reduceat(
+        (filled | np.not_equal(b, _EMPTY)).view(np.uint8), _REGIONS, axis=1, dtype=np.uint16
+    )
+    # at least share of every 64 filled bins agree, and some bin is filled
+    np.maximum(filled, _ONE, out=filled)
+    np.multiply(matches, _SCALE, out=matches)
+    agree = matches >= filled * _CONFIRM  # own text (column 0), main text (column 2)
+    guarded = matches[:, 0] >= filled[:, 0] * _GUARD
+    # 2. own texts agree (both pages sketchable, templates known); 3. main
+    # texts agree, trusted on both, own texts guarding
+    sketched = (flags >= _BOTH) & agree[:, 0]
+    sketched |= np.equal(flags, _BOTH_TRUSTED) & agree[:, 2] & guarded
+    return exact | sketched
 
 
 def confirmation(a: bytes, b: bytes) -> Agreement:

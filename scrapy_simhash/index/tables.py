@@ -679,10 +679,8 @@ class SimhashIndex:
         if not parts:
             return None
         x = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        dist = np.bitwise_count(x ^ _U64(q))
-        if dist[dist.argmin()] > self.k:  # argmin: the cheapest reduction per call
-            return None
-        return x[(dist <= self.k).nonzero()[0]]
+        hit = (np.bitwise_count(x ^ _U64(q)) <= self.k).nonzero()[0]
+        return x[hit] if len(hit) else None
 
     def query(self, fp: int) -> list[Match]:
         """Every stored entry within k bits of ``fp``, sorted by (distance, key)."""
@@ -699,34 +697,74 @@ class SimhashIndex:
         found = self._near(q)
         if found is None:
             return np.empty(0, np.uint64), np.empty(0, np.uint8), 0
-        found = np.unique(found)
-        dist = np.bitwise_count(found ^ _U64(q))
-        order = np.argsort(dist, kind="stable")
+        if len(found) > 1:  # distinct, nearest first (few numpy calls: a probe's cost)
+            found.sort()
+            edges = (found[1:] != found[:-1]).nonzero()[0]
+            if len(edges):
+                found = found[np.append(edges, len(found) - 1)]
+                dist = np.bitwise_count(found ^ _U64(q))
+                order = np.argsort(dist, kind="stable")
+                found, dist = found[order], dist[order]
+            else:
+                found = found[:1]
+        if len(found) == 1:
+            dist = np.bitwise_count(found ^ _U64(q))
         keys: list[np.ndarray] = []
         dists: list[np.ndarray] = []
         taken = same = 0
-        for u, d in zip(found[order], dist[order].tolist()):
+        for u, d in zip(found, dist.tolist()):
             if taken >= limit and d:
                 break
+            before = taken
             for level in self._levels:
-                lo, hi = level.fps.searchsorted(u), level.fps.searchsorted(u, "right")
-                if hi > lo:
+                fps = level.fps
+                lo = int(fps.searchsorted(u))
+                if lo == len(fps) or fps[lo] != u:
+                    continue
+                hi = int(fps.searchsorted(u, "right"))
+                if level.dead:
+                    ks = level.keys[[r for r in range(lo, hi) if r not in level.dead]]
+                else:
                     ks = level.keys[lo:hi]
-                    if level.dead:
-                        alive = [r not in level.dead for r in range(lo, hi)]
-                        ks = ks[np.array(alive, dtype=bool)]
-                    same += len(ks) * (d == 0)
-                    keys.append(ks[: max(limit - taken, 0)])
-                    taken += len(keys[-1])
-            if self._nbuf:
-                ks = self._buf_keys[: self._nbuf][self._buf_fps[: self._nbuf] == u]
                 same += len(ks) * (d == 0)
                 keys.append(ks[: max(limit - taken, 0)])
                 taken += len(keys[-1])
-            dists.append(np.full(taken - sum(map(len, dists)), d, np.uint8))
-        if not keys:
+            if self._nbuf:
+                hit = (self._buf_fps[: self._nbuf] == u).nonzero()[0]
+                same += len(hit) * (d == 0)
+                keys.append(self._buf_keys[hit[: max(limit - taken, 0)]])
+                taken += len(keys[-1])
+            if taken > before:
+                dists.append(np.full(taken - before, d, np.uint8))
+        if not dists:
             return np.empty(0, np.uint64), np.empty(0, np.uint8), same
+        if len(dists) == 1:
+            return np.concatenate(keys) if len(keys) > 1 else keys[0], dists[0], same
         return np.concatenate(keys), np.concatenate(dists), same
+
+    def keys_at(self, fp: int, limit: int) -> np.ndarray:
+        """At most ``limit`` keys (``uint64``) of the live entries holding
+        exactly ``fp``, whatever k: a lookup by an exact key, one binary
+        search a level, no table probed."""
+        u = _U64(_check_u64(fp, "fingerprint"))
+        keys = []
+        for level in self._levels:
+            fps = level.fps
+            lo = int(fps.searchsorted(u))
+            if lo < len(fps) and fps[lo] == u:
+                hi = int(fps.searchsorted(u, "right"))
+                if level.dead:
+                    alive = [r for r in range(lo, hi) if r not in level.dead]
+                    keys.append(level.keys[alive])
+                else:
+                    keys.append(level.keys[lo:hi])
+        if self._nbuf:
+            hit = (self._buf_fps[: self._nbuf] == u).nonzero()[0]
+            if len(hit):
+                keys.append(self._buf_keys[hit])
+        if not keys:
+            return np.empty(0, np.uint64)
+        return (np.concatenate(keys) if len(keys) > 1 else keys[0])[:limit]
 
     def _matches(self, q: int, found: set[int]) -> list[Match]:
         """Every live entry of the fingerprints ``found``."""
