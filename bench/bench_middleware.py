@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 
+import numpy as np
 import scrapy
 import xxhash
 from scrapy import Request, signals
@@ -48,7 +49,7 @@ from scrapy.utils.reactor import install_reactor
 
 from evaluation.corpus import ABSENT_REASON, web_pages
 from scrapy_simhash.fingerprinting.hashing import FingerprintResult
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature
+from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Analysis, Evidence, Signature
 from scrapy_simhash.middleware import SimhashMiddleware
 
 BODIES: list[bytes] = []
@@ -87,10 +88,18 @@ class LayerOnlyMiddleware(SimhashMiddleware):
     the first 200 bytes, an empty sketch): isolates the layer's own cost from
     the signature's."""
 
-    def signature_response(self, response):
+    def analyse_response(self, response, template):
         response.selector  # noqa: B018 (the parse the spider needs anyway)
         fp = xxhash.xxh3_64_intdigest(response.body[:200] + response.url.encode())
-        return Signature(fp, bytes(SKETCH_BINS)), FingerprintResult(fp, 0, None)
+        return Analysis(
+            Signature(fp, bytes(SKETCH_BINS)),
+            FingerprintResult(fp, 0, None),
+            Evidence(bytes(SKETCH_BINS), np.zeros(0, dtype=np.uint64)),
+        )
+
+
+# The override must replace what the middleware calls (it once did not, silently).
+assert "analyse_response" in vars(SimhashMiddleware), "LayerOnlyMiddleware overrides nothing"
 
 
 class TimedMiddleware(SimhashMiddleware):
