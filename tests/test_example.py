@@ -125,7 +125,8 @@ def test_url_rules_skip_copies_of_kept_pages_only(crawl):
         assert s["url"] not in crawl.fetched, s
     stats = crawl.stats
     assert stats["simhash/requests_skipped_count"] == len(crawl.skips)
-    assert stats["simhash/rules_active"] >= 3
+    # the session-id rule is retired when a copy was kept twice (its counterexample)
+    assert stats["simhash/rules_active"] >= (2 if _kept_twice(crawl) else 3)
     for rule, n in Counter(s["rule"] for s in crawl.skips).items():
         assert stats[f"simhash/requests_skipped_count/{rule}"] == n
     # the copies cost few fetches: each story and listing page kept once, under 70% of
