@@ -35,7 +35,7 @@ from scrapy_simhash.fingerprinting.signature import (
     exact_keys,
     sketch_keys,
 )
-from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex, TableLayout
+from scrapy_simhash.index import CorruptStateError, RecordLog, SimhashIndex
 from scrapy_simhash.index.tables import ADD_MODES
 
 if TYPE_CHECKING:

@@ -163,6 +163,16 @@ class IndexFullError(RuntimeError):
         self.matches = matches
         self.nearest_url = nearest_url
 
+    @classmethod
+    def refused(cls, prefix: str, matches: list[Match], nearest_url: str | None) -> IndexFullError:
+        """Redis's out-of-memory refusal of a page in the index under ``prefix``."""
+        return cls(
+            f"Redis refused to store a page in {prefix!r}: out of memory "
+            "(maxmemory with the noeviction policy)",
+            matches,
+            nearest_url,
+        )
+
 
 class IndexMissingError(RuntimeError):
     """The index is gone from Redis (FLUSHALL, eviction, a restart without
@@ -457,12 +467,7 @@ class RedisSimhashIndex:
                     self.counts["bucket_full_count"] += int(skipped)
                 return matches, nearest, int(value)
             if status == -3:
-                raise IndexFullError(
-                    f"Redis refused to store a page in {self.prefix!r}: out of memory "
-                    "(maxmemory with the noeviction policy)",
-                    matches,
-                    nearest,
-                )
+                raise IndexFullError.refused(self.prefix, matches, nearest)
             if status == -5:
                 self.counts["bucket_full_count"] += int(skipped)
                 self.counts["crowded_count"] += 1

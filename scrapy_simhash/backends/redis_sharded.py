@@ -124,12 +124,7 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
                     return matches, nearest, 0
                 status, new_key, _ = self._insert(fp, url, sketch, [], [])
                 if status == -3:
-                    raise IndexFullError(
-                        f"Redis refused to store a page in {self.prefix!r}: out of memory "
-                        "(maxmemory with the noeviction policy)",
-                        matches,
-                        nearest,
-                    )
+                    raise IndexFullError.refused(self.prefix, matches, nearest)
                 entry = int(fp).to_bytes(8, "big") + int(new_key).to_bytes(4, "big")
                 self.counts["bucket_full_count"] += self._append(fields, entry)
         finally:
