@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse
 from scrapy.http.request import NO_CALLBACK
 
 from scrapy_simhash import signals as simhash_signals
@@ -117,7 +118,9 @@ class UrlRulesMiddleware:
                              rules.min_precision)
         self.log: FileRuleLog | RedisRuleLog | None = None
         self._audit: Any = None
-        self._verifying: dict[str, str] = {}  # URL fetched to verify -> rule id
+        # URL fetched to check a rule -> (rule id, when the check stops holding the rule back)
+        self._verifying: dict[str, tuple[str, float]] = {}
+        self._check_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
         self._next_sync = 0.0
         self._redis_errors: tuple[type[BaseException], ...] = ()
         self._failed = False
@@ -226,8 +229,7 @@ class UrlRulesMiddleware:
         url = response.url
         self._record(["k", url])
         self._learn(self.book.kept, url)
-        rule = self._verifying.pop(url, None)
-        if rule is not None:
+        if self._verifying.pop(url, None) is not None:
             self.stats.inc_value("simhash/rules_verify_failed_count")
 
     def page_duplicate(self, response: Response, duplicate_of: str, **kwargs: Any) -> None:
@@ -301,8 +303,13 @@ class UrlRulesMiddleware:
             return None
         rule = decision.rule
         if decision.verify:
-            self._verifying[request.url] = rule.id
+            timeout = request.meta.get("download_timeout", self._check_timeout)
+            self._verifying[request.url] = (rule.id, time.monotonic() + 2 * timeout)
             self.stats.inc_value("simhash/rules_verify_count")
+            return None
+        if not decision.known and self._awaiting(rule.id):
+            # A check of the rule is still in flight: it may yet retire the rule.
+            self.stats.inc_value("simhash/rules_verify_pending_count")
             return None
         if not self.apply:
             self.stats.inc_value("simhash/requests_skippable_count")
@@ -313,6 +320,29 @@ class UrlRulesMiddleware:
             return None
         self._skip(request, rule, decision.duplicate_of)
         raise SkippedByRule(request, decision.duplicate_of, rule.id)
+
+    def process_response(self, request: Request, response: Response,
+                         spider: Spider | None = None) -> Response:
+        if request.url in self._verifying and not (
+            isinstance(response, HtmlResponse) and 200 <= response.status < 300
+        ):
+            del self._verifying[request.url]  # no verdict will come: it checks nothing
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException,
+                          spider: Spider | None = None) -> None:
+        self._verifying.pop(request.url, None)  # never downloaded: it checks nothing
+
+    def _awaiting(self, rule_id: str) -> bool:
+        """Whether a page fetched to check rule ``rule_id`` awaits its verdict (a
+        check no verdict reached in twice the download timeout holds it back no longer)."""
+        now = time.monotonic()
+        for url, (checked, until) in list(self._verifying.items()):
+            if until < now:
+                del self._verifying[url]
+            elif checked == rule_id:
+                return True
+        return False
 
     def _skip(self, request: Request, rule: Rule, duplicate_of: str) -> None:
         first = rule.skips == 0

@@ -68,6 +68,9 @@ STATS: tuple[KeySpec, ...] = (
             "Of them, pages confirmed as near-duplicates (the rule held)."),
     KeySpec("simhash/rules_verify_failed_count", _RULES,
             "Of them, pages kept as distinct."),
+    KeySpec("simhash/rules_verify_pending_count", _RULES,
+            "Requests a rule would skip, fetched because a check of the rule was still "
+            "awaiting its verdict."),
     KeySpec("simhash/requests_skipped_count", _RULES,
             "Requests skipped before download by an active rule (SIMHASH_RULES apply)."),
     KeySpec("simhash/requests_skipped_count/{rule}", _RULES, "The same, per rule."),

@@ -24,14 +24,20 @@ import scrapy
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from evaluation.hostile import han_text
+from evaluation.hostile import han_paragraphs, han_text
 from scrapy_simhash.backends import PersistenceError, hashed_url
 from scrapy_simhash.backends.memory import MemoryBackend
 from scrapy_simhash.backends.state import MAX_URL_BYTES, read_state, state_header
 from scrapy_simhash.fingerprinting import features as F
 from scrapy_simhash.fingerprinting import hashing as H
 from scrapy_simhash.fingerprinting.extract import parse_html
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, signature
+from scrapy_simhash.fingerprinting.signature import (
+    EMPTY_SKETCH,
+    SKETCH_BINS,
+    Signature,
+    confirms,
+    signature,
+)
 from scrapy_simhash.index import RecordLog, TableLayout
 from scrapy_simhash.index.layout import MAX_TABLES
 from scrapy_simhash.index.store import MAX_PAYLOAD
@@ -263,6 +269,40 @@ def test_a_million_cjk_characters_stay_within_the_feature_budgets():
     finally:
         tracemalloc.stop()
     assert peak < 60 << 20, peak  # was ~400 MB
+
+
+def test_the_general_tokenizer_reads_a_bounded_share_of_a_page_then_cuts_it():
+    # The budget is drawn on in order; the text that spends it is read up to it,
+    # later general-path texts give no tokens; Latin-1 texts are not counted.
+    budget = F.TokenBudget(5)
+    lists = F.tokenize_many(["日本語", "plain words", "漢字かな交じり", "中文", "more words"], budget)
+    assert lists == [["日", "本", "語"], ["plain", "words"], ["漢", "字"], [], ["more", "words"]]
+    assert budget.cut
+    exact = F.TokenBudget(5)
+    assert F.tokenize_many(["日本語", "中文"], exact) == [["日", "本", "語"], ["中", "文"]]
+    assert not exact.cut and exact.left == 0
+    assert F.tokenize_many(["日本語", "中文"]) == [["日", "本", "語"], ["中", "文"]]  # no budget
+
+
+def _han_page(chars: int, tail: str = "") -> str:
+    body = han_paragraphs(4 * chars)
+    return body.replace("</body>", f"<p>{tail}</p></body>") if tail else body
+
+
+def test_a_page_past_the_general_budget_is_cut_and_never_dropped():
+    page, _ = F.read_page(_han_page(F.MAX_GENERAL_CHARS // 2))
+    assert page.complete  # well within it: read whole, as every corpus page is
+    long = F.MAX_GENERAL_CHARS + 10_000
+    page, tokens = F.read_page(_han_page(long))
+    assert not page.complete
+    assert sum(map(len, tokens.values())) <= F.MAX_GENERAL_CHARS
+    # Two long pages alike in what was read, apart in what was not: the same
+    # fingerprint, and neither confirms the other (only an exact copy would).
+    a = signature(_han_page(long, "乙" * 3000 + " 一二三"))
+    b = signature(_han_page(long, "丙" * 3000 + " 四五六"))
+    assert a.fingerprint == b.fingerprint
+    assert a.sketch == b.sketch == EMPTY_SKETCH
+    assert not confirms(a.sketch, b.sketch)
 
 
 # -- 5 and 6. settings ----------------------------------------------------------------------

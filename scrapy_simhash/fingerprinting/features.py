@@ -96,6 +96,37 @@ _SEPARATORS = (
 #: (``make bench-hostile``).
 MAX_TOKEN_CHARS = 100_000
 MAX_PAGE_TOKENS = 50_000
+#: Characters of a page's text that take the general tokenizer (text outside
+#: Latin-1: CJK, Thai, Cyrillic, marks and joiners), some 30 times slower than
+#: the Latin-1 path, read at most. Past it such text gives no tokens and the
+#: page is cut (:attr:`PageText.complete` False: a fingerprint of what was
+#: read, and never dropped). The corpus's longest
+#: such text is 17,537 characters (PostgreSQL's ``functions-json.html``); no
+#: corpus page reaches the budget.
+MAX_GENERAL_CHARS = 50_000
+
+
+class TokenBudget:
+    """What is left of a page's :data:`MAX_GENERAL_CHARS`; ``cut`` once a
+    text was read short for want of it (every later one is then refused)."""
+
+    __slots__ = ("left", "cut")
+
+    def __init__(self, chars: int = MAX_GENERAL_CHARS) -> None:
+        self.left = chars
+        self.cut = False
+
+    def take(self, text: str) -> str | None:
+        """``text`` (as far as it is read), or None when the budget is spent:
+        a text longer than what is left is read up to it, and cuts the page."""
+        if self.cut:
+            return None
+        n = min(len(text), MAX_TOKEN_CHARS)
+        if n > self.left:
+            self.cut = True
+            text = text[: self.left]
+        self.left -= min(n, self.left)
+        return text
 
 
 def tokenize(text: str) -> list[str]:
@@ -105,19 +136,24 @@ def tokenize(text: str) -> list[str]:
     return tokenize_many((text,))[0]
 
 
-def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
+def tokenize_many(
+    texts: Sequence[str], budget: TokenBudget | None = None
+) -> list[list[str]]:
     """``[tokenize(text) for text in texts]``, the Latin-1 fast path taken once
-    for all of them (a page's blocks) rather than once per text."""
+    for all of them (a page's blocks) rather than once per text. With a
+    ``budget``, the texts needing the general path draw on it in order: the
+    one that spends it is read up to it, later ones give no tokens."""
     limit = MAX_TOKEN_CHARS
     if any(len(text) > limit for text in texts):
         texts = [text[:limit] for text in texts]
     joined = "\x02".join(texts)
     if joined.count("\x02") != len(texts) - 1:  # a text holds the joiner
-        return [_tokenize(text) if "\x02" in text else tokenize(text) for text in texts]
+        return [_general(text, budget) if "\x02" in text else tokenize_many((text,), budget)[0]
+                for text in texts]
     if _tokens is not None:  # the same, compiled, and text by text
         parts = _separated(joined).lower().split("\x02")
         found = _tokens.latin1_tokens(parts, _LATIN1_WORDS)
-        return [_tokenize(text) if t is None else t for text, t in zip(texts, found)]
+        return [_general(text, budget) if t is None else t for text, t in zip(texts, found)]
     if joined.isascii():
         data = joined.lower().encode("ascii")
     else:
@@ -128,15 +164,15 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
             joined.encode("latin-1")
         except UnicodeEncodeError:  # some text needs the general path
             if len(texts) == 1:
-                return [_tokenize(texts[0])]
-            return list(map(tokenize, texts))
+                return [_general(texts[0], budget)]
+            return [tokenize_many((text,), budget)[0] for text in texts]
         data = joined.lower().encode("latin-1")
     tokens = []
     append = tokens.append
     isalpha = str.isalpha
     for text, part in zip(texts, data.translate(_LATIN1_WORDS).split(b"\x02")):
         if b"\x00" in part:
-            append(_tokenize(text))
+            append(_general(text, budget))
         else:
             words = part.decode("latin-1").split()
             append(list(filter(isalpha, words)) if b"\x01" in part else words)
@@ -183,6 +219,15 @@ def general_sketch_words(text: str) -> list[str]:
     """:func:`sketch_words` of any text, as ``str``: ``\\w+`` of its NFKC,
     lower-cased form."""
     return _SKETCH_WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def _general(text: str, budget: TokenBudget | None) -> list[str]:
+    """:func:`_tokenize`, drawing on ``budget`` when there is one."""
+    if budget is not None:
+        text = budget.take(text)
+        if text is None:
+            return []
+    return _tokenize(text)
 
 
 def _tokenize(text: str) -> list[str]:
@@ -416,7 +461,10 @@ def _main_text(
 ) -> tuple[MainText, dict[str, list[str]]]:
     """The main text of :func:`analyse_page`, and its blocks' tokens."""
     tokens: dict[str, list[str]] = {}
-    return extract(page, encoding=encoding, weigh_blocks=_weigher(tokens)), tokens
+    budget = TokenBudget()
+    main = extract(page, encoding=encoding, weigh_blocks=_weigher(tokens, budget))
+    _tokenize_code(main, tokens, budget)
+    return main, tokens
 
 
 def read_page(
@@ -425,17 +473,30 @@ def read_page(
     """:func:`_main_text`, with every visible block of the page (one walk):
     what a signature is computed from."""
     tokens: dict[str, list[str]] = {}
-    return extract_page(page, encoding=encoding, weigh_blocks=_weigher(tokens)), tokens
+    budget = TokenBudget()
+    page_text = extract_page(page, encoding=encoding, weigh_blocks=_weigher(tokens, budget))
+    _tokenize_code(page_text.main, tokens, budget)
+    if budget.cut:  # the page's text is not all there: never dropped
+        page_text = page_text._replace(complete=False)
+    return page_text, tokens
 
 
-def _weigher(tokens: dict[str, list[str]]):
+def _tokenize_code(main: MainText, tokens: dict[str, list[str]], budget: TokenBudget) -> None:
+    """The preformatted blocks of ``main`` (not weighed) tokenized into
+    ``tokens`` within the page's ``budget``."""
+    missing = [text for text in main.code if text not in tokens]
+    if missing:
+        tokens.update(zip(missing, tokenize_many(missing, budget)))
+
+
+def _weigher(tokens: dict[str, list[str]], budget: TokenBudget):
     """Block weights for locating the main-content region, by spots (and
     tokens on a page that is not mostly prose), each block tokenized once into
-    ``tokens``."""
+    ``tokens``, the page's general-path text within ``budget``."""
 
     def weigh_blocks(texts: list[str]) -> list[float]:
         new = [text for text in texts if text not in tokens]
-        tokens.update(zip(new, tokenize_many(new)))
+        tokens.update(zip(new, tokenize_many(new, budget)))
         return _region_weights([tokens[text] for text in texts])
 
     return weigh_blocks

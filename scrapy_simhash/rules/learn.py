@@ -429,6 +429,8 @@ class Decision(NamedTuple):
     rule: Rule
     duplicate_of: str
     verify: bool
+    #: The rule was already seen to join this very page to a copy: no risk, no check.
+    known: bool = False
 
 
 class _Host:
@@ -728,7 +730,7 @@ class RuleBook:
             if h in rule._per_page:
                 # the rule was already seen to join this very page to a copy: no risk
                 rule._would_known += 1
-                return Decision(rule, page, False)
+                return Decision(rule, page, False, known=True)
             return self._decide(rule, page)
         return None
 
