@@ -366,3 +366,39 @@ async def test_corrupt_rules_file_skips_nothing_and_is_left_as_it_is(site, tmp_p
     warning = next(r.getMessage() for r in caplog.records if "URL rules" in r.getMessage())
     assert "cannot read" in warning and "simhash.rules" in warning
     assert (jobdir / "simhash.rules").read_bytes() == damaged
+
+
+def test_a_rule_skips_nothing_new_while_a_check_awaits_its_verdict():
+    """A page fetched to check a rule may retire it: until its verdict (or its
+    failure) comes, requests the rule would skip are fetched, and counted."""
+    from scrapy.http import Request, Response
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
+    from tests.test_urlrules import H, feed_sessions
+
+    crawler = get_crawler(scrapy.Spider, {"SIMHASH_RULES_VERIFY_FIRST": 1,
+                                          "SIMHASH_RULES_VERIFY_SHARE": 0})
+    mw = UrlRulesMiddleware.from_crawler(crawler)
+    feed_sessions(mw.book, range(1, 4))
+    for p in range(4, 9):
+        mw.book.kept(f"{H}/list?page={p}&sid=a")
+
+    def request(p: int) -> Request:
+        return Request(f"{H}/list?page={p}&sid=q")
+
+    assert mw.process_request(request(4)) is None  # the check
+    assert mw.process_request(request(5)) is None  # held: the check has no verdict yet
+    assert crawler.stats.get_value("simhash/rules_verify_pending_count") == 1
+    mw.page_duplicate(HtmlResponse(request(4).url), duplicate_of=f"{H}/list?page=4&sid=a")
+    with pytest.raises(SkippedByRule):
+        mw.process_request(request(6))  # confirmed: the rule skips again
+    # a check whose download fails, or whose answer is not a page, holds nothing back
+    mw.book.rules[next(iter(mw.book.rules))]._verify_left = 2
+    assert mw.process_request(request(7)) is None
+    mw.process_exception(request(7), OSError("connection refused"))
+    assert mw.process_request(request(8)) is None  # the second check
+    mw.process_response(request(8), Response(request(8).url, status=404))
+    with pytest.raises(SkippedByRule):
+        mw.process_request(Request(f"{H}/list?page=5&sid=r"))
+    assert crawler.stats.get_value("simhash/rules_verify_pending_count") == 1
