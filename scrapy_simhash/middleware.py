@@ -422,7 +422,8 @@ class SimhashMiddleware:
         # parsel parses each response with a parser of its own: read it with
         # plain lxml elements (none is kept), the spider then gets lxml.html's.
         with plain_elements(root):
-            return analyse(root, template=template, min_features=self.min_features)
+            return analyse(root, template=template, min_features=self.min_features,
+                           body=response.body)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Spider | None = None

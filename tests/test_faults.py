@@ -36,6 +36,7 @@ from scrapy_simhash.fingerprinting.signature import (
     SKETCH_BINS,
     Signature,
     confirms,
+    cut_sketch,
     signature,
 )
 from scrapy_simhash.index import RecordLog, TableLayout
@@ -297,12 +298,13 @@ def test_a_page_past_the_general_budget_is_cut_and_never_dropped():
     assert not page.complete
     assert sum(map(len, tokens.values())) <= F.MAX_GENERAL_CHARS
     # Two long pages alike in what was read, apart in what was not: the same
-    # fingerprint, and neither confirms the other (only an exact copy would).
-    a = signature(_han_page(long, "乙" * 3000 + " 一二三"))
-    b = signature(_han_page(long, "丙" * 3000 + " 四五六"))
+    # fingerprint, and neither confirms the other; only a byte copy would.
+    html_a = _han_page(long, "乙" * 3000 + " 一二三")
+    a, b = signature(html_a), signature(_han_page(long, "丙" * 3000 + " 四五六"))
     assert a.fingerprint == b.fingerprint
-    assert a.sketch == b.sketch == EMPTY_SKETCH
+    assert a.sketch == cut_sketch(html_a) != EMPTY_SKETCH
     assert not confirms(a.sketch, b.sketch)
+    assert confirms(a.sketch, signature(html_a.encode()).sketch)
 
 
 # -- 5 and 6. settings ----------------------------------------------------------------------

@@ -275,3 +275,38 @@ def test_persistence_error_still_checks_pages(caplog):
     mw.spider_closed(Spider("test"))
     [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert "misses 2 pages" in error
+
+
+def _cut_page(extra: str = "") -> bytes:
+    """A page over the walk's element budget (cut): many distinct short list items."""
+    from scrapy_simhash.fingerprinting.extract import MAX_ELEMENTS
+
+    items = "".join(f"<li><a href='/p/{i}'>{article_html(i, words=8)[-60:-20]}</a> item {i}</li>"
+                    for i in range(MAX_ELEMENTS // 2))
+    return (f"<html><head><title>Index</title></head><body><h1>All pages</h1>"
+            f"<p>{article_html(7, words=200)}</p><ul>{items}</ul>{extra}</body></html>").encode()
+
+
+def test_a_cut_page_is_dropped_as_a_byte_copy_only():
+    """A page a budget cut is compared on what was read: only a byte copy of it is dropped
+    (through the spider's tree, as a crawl reads it); one byte more and it is kept."""
+    from scrapy_simhash.fingerprinting.features import read_page
+
+    body = _cut_page()
+    assert not read_page(body)[0].complete
+    # a page changed past the cut has the same fingerprint: the sketch must tell
+    assert analyse(body).signature.fingerprint == analyse(
+        _cut_page("<p>Updated today.</p>")).signature.fingerprint
+    mw = make_mw()
+    warm(mw)
+
+    def response(url: str, data: bytes) -> HtmlResponse:
+        return HtmlResponse(url, body=data, encoding="utf-8", request=Request(url))
+
+    assert mw.process_spider_input(response("https://example.com/index", body)) is None
+    changed = response("https://example.com/index-2", _cut_page("<p>Updated today.</p>"))
+    assert mw.process_spider_input(changed) is None  # what was read is alike: kept all the same
+    with pytest.raises(NearDuplicate) as info:
+        mw.process_spider_input(response("https://mirror.example.com/index", body))
+    assert info.value.duplicate_of == "https://example.com/index"
+    assert stat(mw, "simhash/duplicate_count") == 1

@@ -154,7 +154,8 @@ def fingerprint_page(page: Page, min_features: int, seed: int = 0,
         template = templates[urlsplit(page.source).netloc if "://" in page.source else ""]
     root = parse_html(page.html, page.encoding)
     found = analyse(page.html if root is None else root, template=template,
-                    min_features=min_features, seed=seed, encoding=page.encoding)
+                    min_features=min_features, seed=seed, encoding=page.encoding,
+                    body=page.html)
     if template is not None:
         template.learn(found.evidence.block_hashes)
     sig, result = found.signature, found.details

@@ -49,8 +49,8 @@ Bounds, so that any page costs a bounded time whatever its size or shape,
 given as HTML or as a tree (parsel's included), each a budget of the whole
 page (all its walks counted). They cut 24 of the corpus's 13,506 pages (its
 largest indexes and source listings: Python's ``contents.html``, libstdc++'s
-biggest headers); a cut page gets a fingerprint of what was read and is never
-dropped (:attr:`PageText.complete`):
+biggest headers); a cut page gets a fingerprint of what was read and is
+dropped only as a byte copy (:attr:`PageText.complete`):
 
 * HTML as ``str``/``bytes`` is cut to :data:`MAX_HTML_CHARS` characters before
   parsing (the parse itself is lxml's; a tree given is already parsed);

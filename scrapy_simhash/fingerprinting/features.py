@@ -100,7 +100,7 @@ MAX_PAGE_TOKENS = 50_000
 #: Latin-1: CJK, Thai, Cyrillic, marks and joiners), some 30 times slower than
 #: the Latin-1 path, read at most. Past it such text gives no tokens and the
 #: page is cut (:attr:`PageText.complete` False: a fingerprint of what was
-#: read, and never dropped). The corpus's longest
+#: read, dropped only as a byte copy). The corpus's longest
 #: such text is 17,537 characters (PostgreSQL's ``functions-json.html``); no
 #: corpus page reaches the budget.
 MAX_GENERAL_CHARS = 50_000
@@ -476,7 +476,7 @@ def read_page(
     budget = TokenBudget()
     page_text = extract_page(page, encoding=encoding, weigh_blocks=_weigher(tokens, budget))
     _tokenize_code(page_text.main, tokens, budget)
-    if budget.cut:  # the page's text is not all there: never dropped
+    if budget.cut:  # the page's text is not all there: dropped only as a byte copy
         page_text = page_text._replace(complete=False)
     return page_text, tokens
 

@@ -105,6 +105,7 @@ _SKETCHABLE = 0x4000  # SMALL_OWN own words or more, mostly not link text
 _KNOWN = 0x8000  # the site's template was known when the page was signed
 _TRUSTED = 0x4000  # (in the visible-words field) the main text is mostly own text
 _EXACT_MASK = (1 << 48) - 1
+_BODY_SEED = SKETCH_SEED ^ 0xB0D7  # a cut page's bytes, apart from any page's words
 EMPTY_SKETCH = bytes(SKETCH_BINS)
 
 
@@ -124,16 +125,19 @@ class Evidence(NamedTuple):
     block_hashes: np.ndarray
 
 
-def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Evidence:
+def own_evidence(
+    page: PageText, template: SiteTemplate | None = None, body: bytes | str | None = None
+) -> Evidence:
     """The sketch of a page (:data:`LAYOUT`): its own text is its visible
     blocks less the blocks ``template`` knows (none when it is None or not
     known yet). An empty sketch (:data:`EMPTY_SKETCH`, which confirms nothing)
-    when the page has no visible words or a budget cut its walk (its text is
-    not all there)."""
+    when the page has no visible words; when a budget cut its walk (its text
+    is not all there), one that confirms only a byte copy of ``body``, the
+    page as it came (:func:`cut_sketch`; empty without it)."""
     folded = [" ".join(text.split()) for text, _ in page.blocks]
     hashes = block_hashes(folded, folded=True)
     if not page.complete:
-        return Evidence(EMPTY_SKETCH, hashes)
+        return Evidence(EMPTY_SKETCH if body is None else cut_sketch(body), hashes)
     sizes = [text.count(" ") + 1 if text else 0 for text in folded]  # words
     everything = sum(sizes)
     if not everything:
@@ -169,6 +173,22 @@ def own_evidence(page: PageText, template: SiteTemplate | None = None) -> Eviden
         + main_bins,
         hashes,
     )
+
+
+def cut_sketch(body: bytes | str) -> bytes:
+    """The sketch of a page whose walk a budget cut: only its visible-words
+    key, naming the page's bytes (``str`` as UTF-8), with the word count
+    saturated. Path 1 confirms it on a byte copy alone; no other path reads
+    it (no own words, template not known)."""
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    key = xxhash.xxh3_64_intdigest(body, _BODY_SEED) & _EXACT_MASK
+    return _cut(key.to_bytes(6, "little"))
+
+
+def _cut(key: bytes) -> bytes:
+    """A cut page's sketch around its 6-byte visible-words ``key``."""
+    return bytes(OWN_BINS + 6) + key + _WORDS_MASK.to_bytes(2, "little") + bytes(2 + MAIN_BINS)
 
 
 def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: list[bool]) -> bool:
@@ -374,9 +394,11 @@ def confirmation(a: bytes, b: bytes) -> Agreement:
     if key_a and key_a == key_b:
         reason = "exact: the same own text"
     elif page_a and page_a == page_b:
-        reason = "exact: the same visible text"
+        reason = ("exact: the same bytes (a page whose walk was cut)" if a == _cut(a[54:60])
+                  else "exact: the same visible text")
     elif not all(words):
-        reason = "a page has no text (or its walk was cut): only an exact copy is dropped"
+        reason = ("a page has no text, or its walk was cut: only an exact (for a cut "
+                  "page, a byte) copy is dropped")
     elif not (meta_a & _KNOWN and meta_b & _KNOWN):
         reason = "a site's template was not known yet: only an exact copy is dropped"
     elif not (meta_a & _SKETCHABLE and meta_b & _SKETCHABLE):
@@ -439,11 +461,18 @@ def analyse(
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
     encoding: str | None = None,
+    body: bytes | str | None = None,
 ) -> Analysis:
     """Read a page once: main text -> fingerprint; every block -> own text
-    (less ``template``) -> sketch. Never raises on page content."""
+    (less ``template``) -> sketch. ``body``: the page as it came, when
+    ``page`` is its tree (a page given as HTML is its own body): a page whose
+    walk a budget cut is then dropped as a byte copy. Never raises on page
+    content."""
     page_text, tokens = read_page(page, encoding)
-    return sign(page_text, tokens, template=template, min_features=min_features, seed=seed)
+    if body is None and isinstance(page, (bytes, str)):
+        body = page
+    return sign(page_text, tokens, template=template, min_features=min_features, seed=seed,
+                body=body)
 
 
 def sign(
@@ -453,13 +482,14 @@ def sign(
     template: SiteTemplate | None = None,
     min_features: int = DEFAULT_MIN_FEATURES,
     seed: int = 0,
+    body: bytes | str | None = None,
 ) -> Analysis:
     """:func:`analyse` of a page already read (``tokens``: its blocks'
     tokens, when known). The fingerprint reads ``page.main``, the sketch
     ``page.blocks`` only: what the extractor chose as main text cannot make
     two pages' own texts agree."""
     details = fingerprint_of(page.main, tokens, min_features=min_features, seed=seed)
-    evidence = own_evidence(page, template)
+    evidence = own_evidence(page, template, body)
     if details.fingerprint is None:
         return Analysis(None, details, evidence)
     return Analysis(Signature(details.fingerprint, evidence.sketch), details, evidence)
