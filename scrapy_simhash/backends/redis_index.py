@@ -583,8 +583,7 @@ class RedisSimhashIndex:
             return []
         others = np.frombuffer(b"".join(stored[i] for i in have), dtype=np.uint8)
         others = others.reshape(len(have), SKETCH_BINS)
-        mine = np.broadcast_to(np.frombuffer(sketch, dtype=np.uint8), others.shape)
-        verdicts = confirms_many(mine, others)
+        verdicts = confirms_many(np.frombuffer(sketch, dtype=np.uint8), others)  # one row: all
         return [candidates[i] for i, ok in zip(have, verdicts.tolist()) if ok]
 
     def _crowded(self, fp: int, blobs: list[bytes | None]) -> bool:
