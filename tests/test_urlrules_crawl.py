@@ -165,8 +165,8 @@ class FlatSpider(DustSpider):
 async def test_a_verification_finds_the_counterexample_and_retires_the_rule(site, caplog):
     """``?ref=`` does not change /a/1../a/3 (3 supporting pairs: the rule is active);
     on /a/9 it selects the content. The first request the rule would skip is fetched
-    to verify it, is kept as distinct, and retires the rule with a WARNING: nothing
-    is skipped."""
+    to verify it (or before the rule can map it), is kept as distinct, and retires the
+    rule with a WARNING: nothing is skipped."""
     pages = {"/": article_html(0, links=("/a/1", "/a/2", "/a/3", "/b"))}
     for i in range(1, 4):
         # the copy is exact (same visible text: its link back reads as the original's),
@@ -191,7 +191,11 @@ async def test_a_verification_finds_the_counterexample_and_retires_the_rule(site
     assert {"/a/9", "/a/9?ref=y", "/a/9?ref=z"} <= set(crawler.spider.parsed)
     stats = crawler.stats
     assert stats.get_value("simhash/rules_retired_count") == 1
-    assert stats.get_value("simhash/rules_verify_failed_count") == 1
+    # the request for /a/9?ref=y is a check when /a/9 was kept before it reached the
+    # downloader (else the rule could not map it yet, and it is fetched as any page):
+    # every check made failed
+    checks = stats.get_value("simhash/rules_verify_count", 0)
+    assert checks <= 1 and stats.get_value("simhash/rules_verify_failed_count", 0) == checks
     assert stats.get_value("simhash/rules_active") == 0
 
 
