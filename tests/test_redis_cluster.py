@@ -127,8 +127,12 @@ def test_failover_of_the_crawls_master(redis_cluster_to_break, caplog):
     master = node.port
     # The replica has those pages before the kill: WAIT until it acknowledged them (on a
     # loaded machine its first sync can take seconds; killed before it, the replica
-    # would take over with no index at all: 300 of 300 lost in one run at load 3).
-    assert backend.client.get_redis_connection(node).execute_command("WAIT", 1, 20_000) == 1
+    # would take over with no index at all: 300 of 300 lost in one run at load 3). Each
+    # WAIT returns within the client's 0.5 s socket timeout (one WAIT of 20 s timed out).
+    connection = backend.client.get_redis_connection(node)
+    deadline = time.monotonic() + 20
+    while connection.execute_command("WAIT", 1, 200) < 1:
+        assert time.monotonic() < deadline, "the replica never acknowledged the pages"
     cluster.server_on(master).kill()
     killed = time.monotonic()
     durations, failed, i = [], 0, before
