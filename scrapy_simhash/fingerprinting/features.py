@@ -97,12 +97,12 @@ _SEPARATORS = (
 MAX_TOKEN_CHARS = 100_000
 MAX_PAGE_TOKENS = 50_000
 #: Characters of a page's text that take the general tokenizer (text outside
-#: Latin-1: CJK, Thai, Cyrillic, marks and joiners), some 30 times slower than
+#: Latin-1: CJK, Thai, Cyrillic, marks and joiners), far slower than
 #: the Latin-1 path, read at most. Past it such text gives no tokens and the
 #: page is cut (:attr:`PageText.complete` False: a fingerprint of what was
 #: read, dropped only as a byte copy). The corpus's longest
 #: such text is 17,537 characters (PostgreSQL's ``functions-json.html``); no
-#: corpus page reaches the budget.
+#: corpus page reaches the budget (``python -m bench.token_budget``).
 MAX_GENERAL_CHARS = 50_000
 
 
