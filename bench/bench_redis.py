@@ -48,6 +48,8 @@ from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
 from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS
 from scrapy_simhash.index import TableLayout
 
+from bench.redis_log import RedisLogIndex
+
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
 K = 6
 EXPECTED = 1_000_000
@@ -173,6 +175,17 @@ def memory_per_page(client, size: int) -> dict[str, float]:
         lambda: index._add_url_hashes(int(keys[0][0]), urls)
     )
     client.flushall()
+    log = RedisLogIndex(client, "bench:log", K, EXPECTED)
+    log.open()
+    sketches = random_sketches(size, 1)
+    out["log prototype: log and sketches"] = delta(lambda: log.add_many(fps, sketches))
+    del sketches
+    mirror = RedisLogIndex(client, "bench:log", K, EXPECTED)
+    mirror.open()
+    out["log prototype: each process's tables (not in Redis)"] = (
+        mirror.local.memory_usage()["bytes_per_fingerprint"])
+    del mirror
+    client.flushall()
 
     def sadd() -> None:
         pipe = client.pipeline(transaction=False)
@@ -205,6 +218,10 @@ def preload(url: str, row: str, size: int) -> None:
         legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
         legacy.open()
         legacy.add_many(fps, random_sketches(size, 8))
+    elif row == "log":
+        log = RedisLogIndex(client, "bench:log", K, EXPECTED)
+        log.open()
+        log.add_many(fps, random_sketches(size, 8))
     else:
         index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
         index.open()
@@ -227,6 +244,12 @@ def _worker(url: str, row: str, ops: int, seed: int, start, out) -> None:
 
         def check(i: int) -> None:
             legacy.query_and_add(fps[i], urls[i], sketches[i])
+    elif row == "log":
+        log = RedisLogIndex(client, "bench:log", K, EXPECTED)
+        log.open()  # reads the preloaded log into this process's tables (not timed)
+
+        def check(i: int) -> None:
+            log.query_and_add(fps[i], urls[i], sketch=sketches[i])
     else:
         index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
         index.open()
@@ -282,12 +305,15 @@ def rate(url: str, row: str, procs: int, ops: int, seed: int) -> dict[str, float
 # -- the slowest command -------------------------------------------------------------
 
 
-def shared_fingerprint(client, pages: int) -> dict[str, float]:
+def shared_fingerprint(client, pages: int, row: str = "index") -> dict[str, float]:
     """SLOWLOG over ``pages`` distinct pages (sketches that never confirm) sharing one
     fingerprint, checked and stored one after the other."""
     client.flushall()
-    index = RedisSimhashIndex(client, "bench:simhash", TableLayout.plan(K, EXPECTED),
-                              expected_size=EXPECTED)  # fmt: skip
+    if row == "log":
+        index = RedisLogIndex(client, "bench:log", K, EXPECTED)
+    else:
+        index = RedisSimhashIndex(client, "bench:simhash", TableLayout.plan(K, EXPECTED),
+                                  expected_size=EXPECTED)  # fmt: skip
     index.open()
     fp = int(random_fingerprints(1, 3)[0])
     sketches = random_sketches(pages, 4)
@@ -295,10 +321,12 @@ def shared_fingerprint(client, pages: int) -> dict[str, float]:
     client.config_set("slowlog-log-slower-than", 0)
     client.slowlog_reset()
     durations: list[int] = []
+    t0 = time.perf_counter()
     for i, sketch in enumerate(sketches):
         index.query_and_add(fp, URL.format(i), sketch=sketch)
         if i % 500 == 499 or i == pages - 1:
-            durations += [e["duration"] for e in client.slowlog_get(100_000)]
+            durations += [e["duration"] for e in client.slowlog_get(100_000)
+                          if not e["command"].upper().startswith(b"SLOWLOG")]
             client.slowlog_reset()
     client.config_set("slowlog-log-slower-than", 10_000)
     stored = len(index)
@@ -309,6 +337,7 @@ def shared_fingerprint(client, pages: int) -> dict[str, float]:
         "median": float(np.median(durations)),
         "commands": len(durations),
         "stored": stored,
+        "seconds": time.perf_counter() - t0,
     }
 
 
@@ -342,7 +371,8 @@ def main() -> None:
 
             rows = [("sadd", "scrapy-redis dupefilter (SADD of a SHA1)"),
                     ("index", "simhash index, this version"),
-                    ("legacy", "simhash index, previous script")]  # fmt: skip
+                    ("legacy", "simhash index, previous script"),
+                    ("log", "log prototype (bench/redis_log.py)")]  # fmt: skip
             print(f"New pages checked a second, summed over the processes (median of "
                   f"{args.repeats} x {args.ops:,} pages a process, rows interleaved; "
                   f"{args.rate_size:,} pages preloaded)")
@@ -367,12 +397,13 @@ def main() -> None:
                   + ", ".join(f"{statistics.median(f[key] for f in figures[('index', 4)]):.1f}"
                               for key in ("inside", "server")) + " us)")
             print()
-            slow = shared_fingerprint(client, args.shared)
-            print(f"{args.shared:,} distinct pages sharing one fingerprint, checked and stored: "
-                  f"{slow['stored']:,} stored (the rest kept, not stored: "
-                  f"SAME_FINGERPRINT_CAP); SLOWLOG over {slow['commands']:,} commands: "
-                  f"slowest {slow['max'] / 1000:.2f} ms, 99th percentile "
-                  f"{slow['p99'] / 1000:.3f} ms, median {slow['median'] / 1000:.3f} ms")
+            for row, label in (("index", "this version"), ("log", "log prototype")):
+                slow = shared_fingerprint(client, args.shared, row)
+                print(f"{args.shared:,} distinct pages sharing one fingerprint, checked and "
+                      f"stored, {label}: {slow['stored']:,} stored; SLOWLOG over "
+                      f"{slow['commands']:,} commands: slowest {slow['max'] / 1000:.2f} ms, "
+                      f"99th percentile {slow['p99'] / 1000:.3f} ms, median "
+                      f"{slow['median'] / 1000:.3f} ms, {slow['seconds']:.1f} s")
             client.close()
         finally:
             server.stop()

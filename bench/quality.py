@@ -929,7 +929,8 @@ def main(argv: list[str] | None = None) -> int:
         "--output",
         type=Path,
         default=RESULTS,
-        help=f"results file of a full run (default {RESULTS})",
+        help=f"results file (default {RESULTS}, written by a full run; --no-web writes "
+        "only to a file named here)",
     )
     args = parser.parse_args(argv)
     try:
@@ -945,14 +946,22 @@ def main(argv: list[str] | None = None) -> int:
         if corpus_dir() is None:
             print(f"{ABSENT_REASON}: {WEB_SOURCE}; measuring what public sources provide "
                   "(results not written)", file=sys.stderr)
-        return run_public(args, Report(), sites)
+        report = Report()
+        status = run_public(args, report, sites)
+        if args.output != RESULTS:  # the default file is the full run's
+            _write(report, args.output)
+        return status
     report = Report()
     status = run(args, report)
     if not args.quick and (args.extractor == "ours" or args.output != RESULTS):
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text("\n".join(report.lines) + "\n", encoding="utf-8")
-        print(f"written to {args.output}")
+        _write(report, args.output)
     return status
+
+
+def _write(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(report.lines) + "\n", encoding="utf-8")
+    print(f"written to {path}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import HtmlResponse
+from scrapy.http import HtmlResponse, Request
 from scrapy.http.request import NO_CALLBACK
 
 from scrapy_simhash import signals as simhash_signals
@@ -47,7 +47,6 @@ from scrapy_simhash.settings import (
 )
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.spiders import Spider
@@ -57,6 +56,15 @@ logger = logging.getLogger(__name__)
 #: How often (seconds) a process reads the rules' evidence other processes shared.
 SYNC_INTERVAL = 0.5
 MIDDLEWARE_ORDER = 80  # after OffsiteMiddleware (50), before RobotsTxt (100) and the rest
+
+
+def _requested_url(message: Request | Response) -> str:
+    """The URL first requested for ``message``: a check answered through redirects
+    is resolved under the URL it was fetched as (``redirect_urls``), not its last."""
+    request = message if isinstance(message, Request) else getattr(message, "request", None)
+    if request is None:
+        return message.url
+    return (request.meta.get("redirect_urls") or (request.url,))[0]
 
 
 def _count(number: int, noun: str) -> str:
@@ -118,8 +126,9 @@ class UrlRulesMiddleware:
                              rules.min_precision)
         self.log: FileRuleLog | RedisRuleLog | None = None
         self._audit: Any = None
-        # URL fetched to check a rule -> (rule id, when the check stops holding the rule back)
-        self._verifying: dict[str, tuple[str, float]] = {}
+        # URL first requested to check rules (_requested_url) -> per check, the rule's id
+        # and when the check stops holding the rule back
+        self._verifying: dict[str, list[tuple[str, float]]] = {}
         self._check_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
         self._next_sync = 0.0
         self._redis_errors: tuple[type[BaseException], ...] = ()
@@ -229,14 +238,14 @@ class UrlRulesMiddleware:
         url = response.url
         self._record(["k", url])
         self._learn(self.book.kept, url)
-        if self._verifying.pop(url, None) is not None:
+        if self._verifying.pop(_requested_url(response), None) is not None:
             self.stats.inc_value("simhash/rules_verify_failed_count")
 
     def page_duplicate(self, response: Response, duplicate_of: str, **kwargs: Any) -> None:
         url = response.url
         self._record(["d", url, duplicate_of])
         self._learn(self.book.duplicate, url, duplicate_of)
-        if self._verifying.pop(url, None) is not None:
+        if self._verifying.pop(_requested_url(response), None) is not None:
             self.stats.inc_value("simhash/rules_verify_confirmed_count")
 
     def _learn(self, step: Any, *urls: str) -> None:
@@ -304,7 +313,8 @@ class UrlRulesMiddleware:
         rule = decision.rule
         if decision.verify:
             timeout = request.meta.get("download_timeout", self._check_timeout)
-            self._verifying[request.url] = (rule.id, time.monotonic() + 2 * timeout)
+            self._verifying.setdefault(_requested_url(request), []).append(
+                (rule.id, time.monotonic() + 2 * timeout))
             self.stats.inc_value("simhash/rules_verify_count")
             return None
         if not decision.known and self._awaiting(rule.id):
@@ -323,26 +333,30 @@ class UrlRulesMiddleware:
 
     def process_response(self, request: Request, response: Response,
                          spider: Spider | None = None) -> Response:
-        if request.url in self._verifying and not (
+        url = _requested_url(request)
+        if url in self._verifying and not (
             isinstance(response, HtmlResponse) and 200 <= response.status < 300
         ):
-            del self._verifying[request.url]  # no verdict will come: it checks nothing
+            del self._verifying[url]  # no verdict will come: it checks nothing
         return response
 
     def process_exception(self, request: Request, exception: BaseException,
                           spider: Spider | None = None) -> None:
-        self._verifying.pop(request.url, None)  # never downloaded: it checks nothing
+        self._verifying.pop(_requested_url(request), None)  # never downloaded: it checks nothing
 
     def _awaiting(self, rule_id: str) -> bool:
         """Whether a page fetched to check rule ``rule_id`` awaits its verdict (a
         check no verdict reached in twice the download timeout holds it back no longer)."""
         now = time.monotonic()
-        for url, (checked, until) in list(self._verifying.items()):
-            if until < now:
+        awaiting = False
+        for url, checks in list(self._verifying.items()):
+            live = [(checked, until) for checked, until in checks if until >= now]
+            if not live:
                 del self._verifying[url]
-            elif checked == rule_id:
-                return True
-        return False
+                continue
+            self._verifying[url] = live
+            awaiting = awaiting or any(checked == rule_id for checked, _ in live)
+        return awaiting
 
     def _skip(self, request: Request, rule: Rule, duplicate_of: str) -> None:
         first = rule.skips == 0

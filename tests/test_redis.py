@@ -821,3 +821,51 @@ def test_index_recreated_by_another_process_is_noticed(redis_url, redis_client):
     assert "redis/index_lost_count" not in second.stats()
     first.close()
     second.close()
+
+
+def _log_insert_all(url: str, items: list[tuple[int, int]], start, results) -> None:
+    from bench.redis_log import RedisLogIndex
+
+    client = import_redis().Redis.from_url(url)
+    index = RedisLogIndex(client, "{proto}:log", k=3, expected_size=256)
+    index.open()
+    start.wait()
+    for group, fp in items:
+        _, key = index.query_and_add(fp, str(group), sketch=SKETCH)
+        results.put((group, key))
+    results.put(("conflicts", index.conflicts))
+    client.close()
+
+
+def test_log_prototype_keeps_each_group_once_and_finds_what_brute_force_finds(redis_url,
+                                                                               redis_client):
+    """bench/redis_log.py, the alternative design docs/redis.rst measures, keeps the
+    bucket design's guarantee: four processes sending the members of 300 near-duplicate
+    groups at once keep each group once; and its matches are brute force's."""
+    from bench.redis_log import RedisLogIndex
+
+    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    n, procs_n = 300, 4
+    members = _groups(n, procs_n, seed=21)
+    start, out = ctx.Barrier(procs_n), ctx.Queue()
+    procs = [ctx.Process(target=_log_insert_all, args=(redis_url, m, start, out))
+             for m in members]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=120) for _ in range(n * procs_n + procs_n)]
+    for proc in procs:
+        proc.join(30)
+        assert proc.exitcode == 0
+    _check_pairs(n, results)
+
+    # a new process reads the log, and answers as brute force over it
+    index = RedisLogIndex(redis_client, "{proto}:log", k=3, expected_size=256)
+    assert index.open() == n
+    stored = np.frombuffer(redis_client.get("{proto}:log:log:0"), dtype=">u8").astype(np.uint64)
+    rng = np.random.default_rng(22)
+    for fp in [int(stored[i]) for i in range(0, n, 7)] + rng.integers(
+            0, 2**64, size=20, dtype=np.uint64).tolist():  # fmt: skip
+        fp = flip(int(fp), rng, int(rng.integers(0, 6)))
+        want = {i + 1 for i in np.flatnonzero(np.bitwise_count(stored ^ np.uint64(fp)) <= 3)}
+        matches, _ = index.query_and_add(fp, sketch=b"")
+        assert {m.key for m in matches} == want

@@ -406,3 +406,46 @@ def test_a_rule_skips_nothing_new_while_a_check_awaits_its_verdict():
     with pytest.raises(SkippedByRule):
         mw.process_request(Request(f"{H}/list?page=5&sid=r"))
     assert crawler.stats.get_value("simhash/rules_verify_pending_count") == 1
+
+
+def test_a_check_answered_through_a_redirect_gets_its_verdict():
+    """A check whose page redirects is resolved under the URL it was fetched as
+    (``redirect_urls``): its verdict releases the rule, a failure of the redirected
+    request drops the check, neither holds the rule back until it expires."""
+    from scrapy.http import Request, Response
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
+    from tests.test_urlrules import H, feed_sessions
+
+    crawler = get_crawler(scrapy.Spider, {"SIMHASH_RULES_VERIFY_FIRST": 1,
+                                          "SIMHASH_RULES_VERIFY_SHARE": 0})
+    mw = UrlRulesMiddleware.from_crawler(crawler)
+    feed_sessions(mw.book, range(1, 4))
+    for p in range(4, 9):
+        mw.book.kept(f"{H}/list?page={p}&sid=a")
+
+    def redirected(p: int) -> Request:
+        first = f"{H}/list?page={p}&sid=q"
+        return Request(f"{H}/list/{p}", meta={"redirect_urls": [first]})
+
+    assert mw.process_request(Request(f"{H}/list?page=4&sid=q")) is None  # the check
+    assert mw.process_request(Request(f"{H}/list?page=5&sid=q")) is None  # held
+    response = HtmlResponse(f"{H}/list/4", request=redirected(4))
+    mw.page_duplicate(response, duplicate_of=f"{H}/list?page=4&sid=a")
+    assert crawler.stats.get_value("simhash/rules_verify_confirmed_count") == 1
+    with pytest.raises(SkippedByRule):
+        mw.process_request(Request(f"{H}/list?page=6&sid=r"))  # confirmed: skips again
+    mw.book.rules[next(iter(mw.book.rules))]._verify_left = 1
+    assert mw.process_request(Request(f"{H}/list?page=6&sid=q")) is None  # the second check
+    mw.process_exception(redirected(6), OSError("connection refused"))
+    with pytest.raises(SkippedByRule):
+        mw.process_request(Request(f"{H}/list?page=7&sid=q"))  # nothing awaits a verdict
+    # a check reached through a redirect: resolved under the URL first requested
+    mw.book.rules[next(iter(mw.book.rules))]._verify_left = 1
+    reached = Request(f"{H}/list?page=8&sid=q", meta={"redirect_urls": [f"{H}/go/8"]})
+    assert mw.process_request(reached) is None  # the third check
+    assert mw.process_request(Request(f"{H}/list?page=5&sid=s")) is None  # held
+    mw.page_kept(HtmlResponse(reached.url, request=reached))
+    assert crawler.stats.get_value("simhash/rules_verify_failed_count") == 1
+    assert crawler.stats.get_value("simhash/rules_verify_pending_count") == 2
