@@ -9,7 +9,8 @@ default settings (k = 6, the layout planned for ``SIMHASH_EXPECTED_PAGES``
   bulk load of ``--size`` pages): the tables and the sketches in this version's
   layout (every table's buckets in one hash; sketches packed 255 to a string) and
   in the previous one (a hash per table; a hash field per sketch), the URLs in the
-  ``full`` and the compact ``hash`` format; and a
+  ``full`` and the compact ``hash`` format; the log design's log and sketches (and
+  the tables each of its processes holds); and a
   scrapy-redis dupefilter's set of 40-hex SHA1 request fingerprints;
 - **pages a second** summed over 1, 4 and 8 crawler processes against the one
   node, each process checking ``--ops`` new pages (random fingerprints and
@@ -19,9 +20,12 @@ default settings (k = 6, the layout planned for ``SIMHASH_EXPECTED_PAGES``
   per page. Rows: scrapy-redis's ``SADD`` of a SHA1 request fingerprint, this
   version (client-side probe and confirmation, conditional insert script), and
   the previous version's script (``bench/legacy_redis_query_and_add.lua``: one
-  script probing and confirming inside Redis), interleaved in each repeat;
-- **the slowest command** (``SLOWLOG``, every command logged) while 3,000 distinct
-  pages that share one fingerprint are checked and stored.
+  script probing and confirming inside Redis), and the design measured for the next
+  step (:mod:`bench.redis_log`: a log of fingerprints in Redis, the tables in each
+  process), interleaved in each repeat;
+- **the slowest command** (``SLOWLOG``, every command logged but the bench's own
+  ``SLOWLOG`` calls) while 3,000 distinct pages that share one fingerprint are checked
+  and stored, in this version and in the log design.
 
 Wall-clock rates and durations are medians over repeats on a shared 2-core machine
 where the server competes with the clients and with other jobs: read them as ratios
@@ -341,6 +345,15 @@ def shared_fingerprint(client, pages: int, row: str = "index") -> dict[str, floa
     }
 
 
+def _parser() -> str:
+    """What parses replies and packs commands: hiredis (the ``redis`` extra) or Python."""
+    try:
+        import hiredis
+    except ImportError:
+        return "Python parser, hiredis not installed"
+    return f"hiredis {hiredis.__version__}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000, help="pages for the memory figures")
@@ -360,7 +373,7 @@ def main() -> None:
             client = redis.Redis.from_url(server.url)
             layout = TableLayout.plan(K, EXPECTED)
             print(f"redis-server {client.info('server')['redis_version']}, redis-py "
-                  f"{redis.__version__}, k={K}, layout {layout.spec} ({len(layout.tables)} "
+                  f"{redis.__version__} ({_parser()}), k={K}, layout {layout.spec} ({len(layout.tables)} "
                   f"tables) planned for {EXPECTED:,} pages; load average at start "
                   f"{os.getloadavg()[0]:.2f}")
             print()
