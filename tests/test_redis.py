@@ -389,23 +389,26 @@ def test_concurrent_processes_keep_each_group_once(redis_url):
     """Four processes each send one member of the same 500 near-duplicate groups
     at the same moment: every group is kept exactly once (0 pages kept twice);
     the conditional insert had to send some writers back to read again."""
-    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     n, procs_n = 500, 4
-    members = _groups(n, procs_n, seed=12)
-    start = ctx.Barrier(procs_n)
-    out = ctx.Queue()
-    procs = [
-        ctx.Process(target=_insert_all, args=(redis_url, member, start, out))
-        for member in members
-    ]
+    results = _in_processes(_insert_all, redis_url, _groups(n, procs_n, seed=12))
+    conflicts = _check_pairs(n, results)
+    print(f"{procs_n} processes, {n} groups: each kept once, {conflicts} inserts read again")
+
+
+def _in_processes(target, redis_url: str, members: list) -> list:
+    """Run ``target(redis_url, member, start, out)`` in a process per member, all
+    starting at once; return what they put in ``out`` (a result per item, then one)."""
+    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    start, out = ctx.Barrier(len(members)), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(redis_url, member, start, out))
+             for member in members]  # fmt: skip
     for proc in procs:
         proc.start()
-    results = [out.get(timeout=120) for _ in range(n * procs_n + procs_n)]
+    results = [out.get(timeout=120) for _ in range(sum(map(len, members)) + len(members))]
     for proc in procs:
         proc.join(30)
         assert proc.exitcode == 0
-    conflicts = _check_pairs(n, results)
-    print(f"{procs_n} processes, {n} groups: each kept once, {conflicts} inserts read again")
+    return results
 
 
 def test_insert_after_a_concurrent_change_reads_again(redis_client):
@@ -844,19 +847,8 @@ def test_log_prototype_keeps_each_group_once_and_finds_what_brute_force_finds(re
     groups at once keep each group once; and its matches are brute force's."""
     from bench.redis_log import RedisLogIndex
 
-    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    n, procs_n = 300, 4
-    members = _groups(n, procs_n, seed=21)
-    start, out = ctx.Barrier(procs_n), ctx.Queue()
-    procs = [ctx.Process(target=_log_insert_all, args=(redis_url, m, start, out))
-             for m in members]  # fmt: skip
-    for proc in procs:
-        proc.start()
-    results = [out.get(timeout=120) for _ in range(n * procs_n + procs_n)]
-    for proc in procs:
-        proc.join(30)
-        assert proc.exitcode == 0
-    _check_pairs(n, results)
+    n = 300
+    _check_pairs(n, _in_processes(_log_insert_all, redis_url, _groups(n, 4, seed=21)))
 
     # a new process reads the log, and answers as brute force over it
     index = RedisLogIndex(redis_client, "{proto}:log", k=3, expected_size=256)

@@ -372,10 +372,9 @@ async def test_corrupt_rules_file_skips_nothing_and_is_left_as_it_is(site, tmp_p
     assert (jobdir / "simhash.rules").read_bytes() == damaged
 
 
-def test_a_rule_skips_nothing_new_while_a_check_awaits_its_verdict():
-    """A page fetched to check a rule may retire it: until its verdict (or its
-    failure) comes, requests the rule would skip are fetched, and counted."""
-    from scrapy.http import Request, Response
+def _checked_rule() -> tuple:
+    """A URL rules middleware whose one active rule (``sid`` is irrelevant on
+    ``/list``) checks its first request; its crawler."""
     from scrapy.utils.test import get_crawler
 
     from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
@@ -387,6 +386,17 @@ def test_a_rule_skips_nothing_new_while_a_check_awaits_its_verdict():
     feed_sessions(mw.book, range(1, 4))
     for p in range(4, 9):
         mw.book.kept(f"{H}/list?page={p}&sid=a")
+    return mw, crawler
+
+
+def test_a_rule_skips_nothing_new_while_a_check_awaits_its_verdict():
+    """A page fetched to check a rule may retire it: until its verdict (or its
+    failure) comes, requests the rule would skip are fetched, and counted."""
+    from scrapy.http import Request, Response
+
+    from tests.test_urlrules import H
+
+    mw, crawler = _checked_rule()
 
     def request(p: int) -> Request:
         return Request(f"{H}/list?page={p}&sid=q")
@@ -412,18 +422,11 @@ def test_a_check_answered_through_a_redirect_gets_its_verdict():
     """A check whose page redirects is resolved under the URL it was fetched as
     (``redirect_urls``): its verdict releases the rule, a failure of the redirected
     request drops the check, neither holds the rule back until it expires."""
-    from scrapy.http import Request, Response
-    from scrapy.utils.test import get_crawler
+    from scrapy.http import Request
 
-    from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
-    from tests.test_urlrules import H, feed_sessions
+    from tests.test_urlrules import H
 
-    crawler = get_crawler(scrapy.Spider, {"SIMHASH_RULES_VERIFY_FIRST": 1,
-                                          "SIMHASH_RULES_VERIFY_SHARE": 0})
-    mw = UrlRulesMiddleware.from_crawler(crawler)
-    feed_sessions(mw.book, range(1, 4))
-    for p in range(4, 9):
-        mw.book.kept(f"{H}/list?page={p}&sid=a")
+    mw, crawler = _checked_rule()
 
     def redirected(p: int) -> Request:
         first = f"{H}/list?page={p}&sid=q"
