@@ -219,8 +219,8 @@ def test_redis_without_redis_py_is_one_line_with_a_working_hint(site, tmp_path):
         assert len(errors) == 1, proc.stderr[-3000:]
     assert errors[0].endswith(
         "The crawl cannot start: the Redis backend (SIMHASH_BACKEND = \"redis\") needs "
-        "redis-py, which is not installed: pip install 'redis>=5.0' (or, in a checkout of "
-        "scrapy-simhash: pip install '.[redis]')")
+        "redis-py, which is not installed: pip install 'redis>=5.0' 'hiredis>=3.0' (or, in a "
+        "checkout of scrapy-simhash: pip install '.[redis]')")
     # the checkout's extra exists under that name
     assert "redis = [" in (ROOT / "pyproject.toml").read_text()
 
