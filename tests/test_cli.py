@@ -571,8 +571,11 @@ def test_report_and_plot(tmp_path):
 def test_progress_on_a_terminal_and_ctrl_c(tmp_path):
     """With stderr on a terminal a status line shows; SIGINT exits 130 without a traceback."""
     master, slave = pty.openpty()
+    # SIGINT back to its default in the child: a job started in the background by a
+    # non-interactive shell inherits it ignored, and Python then installs no handler
     proc = subprocess.Popen([str(SCRIPT), "find-all"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=slave)
+                            stdout=subprocess.PIPE, stderr=slave,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     os.close(slave)
     seen = b""
     try:

@@ -640,8 +640,9 @@ def test_missing_redis_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)
     # a hint that works where the package is not published: the package itself, or the
     # checkout's extra
-    with pytest.raises(ImportError, match=r"pip install 'redis>=5\.0' \(or, in a checkout of "
-                                          r"scrapy-simhash: pip install '\.\[redis\]'\)"):
+    with pytest.raises(ImportError, match=r"pip install 'redis>=5\.0' 'hiredis>=3\.0' \(or, in "
+                                          r"a checkout of scrapy-simhash: pip install "
+                                          r"'\.\[redis\]'\)"):
         import_redis()
 
 
