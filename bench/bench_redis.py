@@ -207,10 +207,11 @@ def memory_per_page(client, size: int) -> dict[str, float]:
 # -- pages a second ------------------------------------------------------------------
 
 
-def preload(url: str, row: str, size: int) -> None:
+def preload(url: str, row: str, size: int, *, flush: bool = True) -> None:
     redis = import_redis()
     client = redis.Redis.from_url(url)
-    client.flushall()
+    if flush:
+        client.flushall()
     layout = TableLayout.plan(K, EXPECTED)
     fps = random_fingerprints(size, 7)
     if row == "sadd":
@@ -233,9 +234,9 @@ def preload(url: str, row: str, size: int) -> None:
     client.close()
 
 
-def _worker(url: str, row: str, ops: int, seed: int, start, out) -> None:
-    redis = import_redis()
-    client = redis.Redis.from_url(url)
+def checker(client, row: str, ops: int, seed: int):
+    """``check(i)``: the ``i``-th of ``ops + 1`` new pages of ``seed`` checked (and
+    stored if new) by ``row``'s index (page ``ops`` connects and loads scripts)."""
     layout = TableLayout.plan(K, EXPECTED)
     fps = random_fingerprints(ops + 1, seed).tolist()
     sketches = random_sketches(ops + 1, seed + 1)
@@ -260,6 +261,13 @@ def _worker(url: str, row: str, ops: int, seed: int, start, out) -> None:
 
         def check(i: int) -> None:
             index.query_and_add(fps[i], urls[i], sketch=sketches[i])
+    return check
+
+
+def _worker(url: str, row: str, ops: int, seed: int, start, out) -> None:
+    redis = import_redis()
+    client = redis.Redis.from_url(url)
+    check = checker(client, row, ops, seed)
     check(ops)  # connect, load the script
     start.wait()
     t0, cpu0 = time.perf_counter(), time.process_time()

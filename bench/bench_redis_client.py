@@ -28,24 +28,14 @@ PARSERS = ("python", "hiredis")
 
 def worker(url: str, row: str, ops: int, seed: int) -> float:
     """CPU microseconds a new page in this process (hiredis hidden by the caller)."""
-    from bench.bench_redis import EXPECTED, K, URL, random_fingerprints, random_sketches
-    from bench.redis_log import RedisLogIndex
-    from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
-    from scrapy_simhash.index import TableLayout
+    from bench.bench_redis import checker
+    from scrapy_simhash.backends.redis_index import import_redis
 
-    client = import_redis().Redis.from_url(url)
-    if row == "log":
-        index: object = RedisLogIndex(client, "bench:log", K, EXPECTED)
-    else:
-        index = RedisSimhashIndex(client, "bench:simhash", TableLayout.plan(K, EXPECTED),
-                                  expected_size=EXPECTED)  # fmt: skip
-    index.open()
-    fps = random_fingerprints(ops + 1, seed).tolist()
-    sketches = random_sketches(ops + 1, seed + 1)
-    index.query_and_add(fps[ops], URL.format(seed), sketch=sketches[ops])  # connect, load
+    check = checker(import_redis().Redis.from_url(url), row, ops, seed)
+    check(ops)  # connect, load the script
     cpu0 = time.process_time()
     for i in range(ops):
-        index.query_and_add(fps[i], URL.format(seed * 1_000_000 + i), sketch=sketches[i])
+        check(i)
     return 1e6 * (time.process_time() - cpu0) / ops
 
 
@@ -67,11 +57,8 @@ def main() -> None:
         print(json.dumps(worker(url, row, args.ops, int(seed))))
         return
 
-    from bench.bench_redis import EXPECTED, K, random_fingerprints, random_sketches
-    from bench.redis_log import RedisLogIndex
+    from bench.bench_redis import preload
     from evaluation.redis_servers import REDIS_SERVER, RedisServer
-    from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
-    from scrapy_simhash.index import TableLayout
 
     if REDIS_SERVER is None:
         sys.exit("redis-server is not installed (make redis-server installs Debian's package)")
@@ -81,16 +68,8 @@ def main() -> None:
         server = RedisServer(Path(tmp))
         server.start()
         try:
-            client = import_redis().Redis.from_url(server.url)
-            fps, sketches = random_fingerprints(args.size, 7), random_sketches(args.size, 8)
-            index = RedisSimhashIndex(client, "bench:simhash", TableLayout.plan(K, EXPECTED),
-                                      expected_size=EXPECTED)  # fmt: skip
-            index.open()
-            index.add_many(fps, sketches=sketches)
-            log = RedisLogIndex(client, "bench:log", K, EXPECTED)
-            log.open()
-            log.add_many(fps, sketches)
-            del fps, sketches
+            preload(server.url, "index", args.size)
+            preload(server.url, "log", args.size, flush=False)
             cpu: dict[tuple[str, str], list[float]] = {}
             for r in range(args.repeats):
                 for row in ROWS:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from scrapy_simhash.backends.redis_index import CANDIDATE_CAP
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, confirms_many
 from scrapy_simhash.index import Match, SimhashIndex
 
@@ -37,7 +38,6 @@ TAIL_CAP = 1024
 SYNC_CHUNK = 1 << 17
 #: Sketches a string holds (a second log, in key order: 1 MiB).
 SKETCH_BLOCK = 10922
-CANDIDATE_CAP = 64
 MAX_ATTEMPTS = 16
 _NO_SKETCH = bytes(SKETCH_BINS)
 

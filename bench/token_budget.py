@@ -8,16 +8,13 @@ import sys
 
 from evaluation import corpus
 from scrapy_simhash.fingerprinting import features as F
-from scrapy_simhash.fingerprinting.extract import extract_page
 
 
 def spent(html: bytes) -> tuple[int, bool]:
     """Characters of ``html``'s text read by the general tokenizer, and whether the
-    budget cut the page (as :func:`features.read_page` reads it)."""
-    tokens: dict[str, list[str]] = {}
+    budget cut the page (:func:`features.read_page`)."""
     budget = F.TokenBudget()
-    page = extract_page(html, weigh_blocks=F._weigher(tokens, budget))
-    F._tokenize_code(page.main, tokens, budget)
+    F.read_page(html, budget=budget)
     return F.MAX_GENERAL_CHARS - budget.left, budget.cut
 
 

@@ -468,12 +468,14 @@ def _main_text(
 
 
 def read_page(
-    page: str | bytes | etree._Element, encoding: str | None = None
+    page: str | bytes | etree._Element, encoding: str | None = None,
+    budget: TokenBudget | None = None,
 ) -> tuple[PageText, dict[str, list[str]]]:
     """:func:`_main_text`, with every visible block of the page (one walk):
-    what a signature is computed from."""
+    what a signature is computed from. ``budget``: the page's general-path
+    budget (a new one by default; pass one to read what the page spent)."""
     tokens: dict[str, list[str]] = {}
-    budget = TokenBudget()
+    budget = TokenBudget() if budget is None else budget
     page_text = extract_page(page, encoding=encoding, weigh_blocks=_weigher(tokens, budget))
     _tokenize_code(page_text.main, tokens, budget)
     if budget.cut:  # the page's text is not all there: dropped only as a byte copy
