@@ -38,6 +38,10 @@ STATS: tuple[KeySpec, ...] = (
             "crash): neither dropped nor stored twice."),
     KeySpec("simhash/kept_dont_filter_count", _MW,
             "Near-duplicates kept because their request has dont_filter."),
+    KeySpec("simhash/kept_for_links_count", _MW,
+            "Near-duplicates delivered to the spider, not dropped or flagged, because they "
+            "link to a page no page delivered before links to: dropping them could cut that "
+            "page off the crawl. Not stored in the index."),
     KeySpec("simhash/skipped_count/{reason}", _MW,
             "Responses not fingerprinted: non_html, disabled_meta (meta simhash_enabled "
             "False), too_few_features (fewer than SIMHASH_MIN_FEATURES)."),

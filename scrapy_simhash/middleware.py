@@ -7,7 +7,11 @@ fingerprinted; the add-on uses order 100. For a near-duplicate,
 reach the scheduler. Like ``HttpError``, the exception is swallowed by this
 middleware's own ``process_spider_exception``; a request errback, when there is
 one, receives it instead. A page is never dropped as a copy of its own URL
-(fetched again after a crash, say): it is kept and counted.
+(fetched again after a crash, say): it is kept and counted. Nor is a near copy
+that links to a page no page delivered so far links to
+(:class:`~scrapy_simhash.links.DeliveredLinks`, fed by ``process_spider_output``
+with the links of every page that reaches the spider): dropping it could cut that
+page off the crawl. It is delivered and counted (``simhash/kept_for_links_count``).
 
 The settings are validated and the index is opened when the middleware is
 built, so a bad value, an unreadable state file or an unreachable index stops
@@ -75,6 +79,7 @@ from scrapy_simhash.fingerprinting import (
 )
 from scrapy_simhash.fingerprinting.signature import Analysis, analyse
 from scrapy_simhash.fingerprinting.template import SiteTemplate, SiteTemplates
+from scrapy_simhash.links import DeliveredLinks, page_links
 from scrapy_simhash.settings import SimhashSettings
 
 if TYPE_CHECKING:
@@ -186,6 +191,9 @@ class SimhashMiddleware:
         #: Each host's template, learned from the pages this crawl keeps: what
         #: a page's own text (the drop decision's evidence) leaves out.
         self.templates = SiteTemplates()
+        #: The links of every page delivered to the spider: a near copy that
+        #: carries another is delivered, not dropped (its drop would cut it off).
+        self.links = DeliveredLinks()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
@@ -394,6 +402,17 @@ class SimhashMiddleware:
             # never dropped; indexed like any other page when it is new
             self.stats.inc_value("simhash/kept_dont_filter_count")
             return
+        if self.action != "log":
+            link = self._uncovered_link(response, duplicate.url)
+            if link is not None:
+                self.stats.inc_value("simhash/kept_for_links_count")
+                logger.debug(
+                    "Kept %(response)s, a near-duplicate of <%(duplicate_of)s>: it links to "
+                    "<%(link)s>, which no page delivered so far links to",
+                    {"response": response, "duplicate_of": duplicate.url, "link": link},
+                    extra={"spider": self.crawler.spider},
+                )
+                return
         if request is not None:
             # a mark a callback (log, drop_outlinks) or an errback (drop) can read
             request.meta[keys.DUPLICATE_OF] = duplicate.url
@@ -432,9 +451,27 @@ class SimhashMiddleware:
             return ()
         return None
 
+    def _uncovered_link(self, response: HtmlResponse, kept: str) -> str | None:
+        """A link of this near copy of ``kept`` that no delivered page carries
+        (the copy's own URL when its links cannot be read), or None."""
+        try:
+            root = response.selector.root
+        except ValueError:  # a charset Python cannot read: its links are unknown
+            return response.url
+        return self.links.uncovered(response.url, page_links(root), kept)
+
+    def _record_links(self, response: Response) -> None:
+        if isinstance(response, HtmlResponse) and response not in self._flagged:
+            try:
+                root = response.selector.root
+            except ValueError:
+                return
+            self.links.record(response.url, page_links(root))
+
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Spider | None = None
     ) -> AsyncIterator[Any]:
+        self._record_links(response)
         if response not in self._flagged:
             async for obj in result:
                 yield obj

@@ -55,7 +55,7 @@ def test_user_simhash_settings_win():
 async def test_addon_crawl(site):
     serve_dup_site(site)
     crawler = await crawl(SiteSpider, {"ADDONS": {"scrapy_simhash.Addon": 0}}, base=site.base)
-    assert "/b" not in crawler.spider.parsed
+    assert "/m/a" not in crawler.spider.parsed
     assert crawler.stats.get_value("simhash/duplicate_count") == 1
     assert crawler.stats.get_value("simhash/response_count") == 5
 

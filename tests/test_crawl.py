@@ -79,19 +79,19 @@ class SiteSpider(scrapy.Spider):
 
 
 def serve_dup_site(site, *, extra=None):
-    """``/`` links /a, /b, /c; /b is a copy of /a (the same text, links elsewhere).
+    """``/`` links /a, /m/a, /c; /m/a is a mirror copy of /a (the same text; its
+    link /m/a1 is /a's link /a1 on the mirror, a copy of /a1 served there).
 
     (A site's first pages are dropped only as exact copies, before its template
     is learned: ``test_a_near_copy_is_dropped_once_the_template_is_learned``.)
     """
     pages = {
-        "/": article_html(1, links=("/a", "/b", "/c")),
+        "/": article_html(1, links=("/a", "/m/a", "/c")),
         "/a": article_html(2, links=("/a1",)),
-        "/b": article_html(2, links=("/b1", "/b2"), labels=("/a1", "")),
+        "/m/a": article_html(2, links=("/m/a1",), labels=("/a1",)),
         "/c": article_html(3),
         "/a1": article_html(4),
-        "/b1": article_html(5),
-        "/b2": article_html(6),
+        "/m/a1": article_html(4),
     }
     pages.update(extra or {})
     site.serve(pages)
@@ -108,8 +108,8 @@ async def test_drop(site, caplog):
     crawler = await crawl(SiteSpider, MW, base=site.base)
     spider, stats = crawler.spider, crawler.stats
     assert sorted(spider.parsed) == ["/", "/a", "/a1", "/c"]
-    assert site.hits["/b"] == 1
-    assert site.hits["/b1"] == site.hits["/b2"] == 0  # outlinks of the dropped page
+    assert site.hits["/m/a"] == 1
+    assert site.hits["/m/a1"] == 0  # the dropped page's outlink (its copy of /a1)
     assert stats.get_value("simhash/response_count") == 5
     assert stats.get_value("simhash/duplicate_count") == 1
     assert stats.get_value("simhash/duplicate_distance_count/0") == 1
@@ -121,7 +121,7 @@ async def test_drop(site, caplog):
     assert stats.get_value("finish_reason") == "finished"
     [message] = messages(caplog)
     assert message.startswith(
-        f"Dropped <200 {site.url('/b')}>: a near-duplicate of <{site.url('/a')}> (distance 0, "
+        f"Dropped <200 {site.url('/m/a')}>: a near-duplicate of <{site.url('/a')}> (distance 0, "
     )
     assert "SIMHASH_DEBUG = True" in message  # the first drop says how to see them all
     record = next(r for r in caplog.records if r.name == "scrapy_simhash.dropped")
@@ -144,13 +144,36 @@ async def test_drop(site, caplog):
 
 
 @deferred_f_from_coro_f
+async def test_a_copy_with_a_link_of_its_own_reaches_the_spider(site, caplog):
+    """A near copy that links to a page no delivered page links to is delivered,
+    not dropped: dropping it would cut that page off the crawl. A copy whose
+    links are all known (the mirror /m/a) is still dropped."""
+    caplog.set_level(logging.DEBUG)
+    serve_dup_site(site, extra={
+        "/": article_html(1, links=("/a", "/m/a", "/c", "/b")),
+        # /a's text, and /a's link text, but its link leads to a page of its own
+        "/b": article_html(2, links=("/b1",), labels=("/a1",)),
+        "/b1": article_html(5),
+    })
+    crawler = await crawl(SiteSpider, MW, base=site.base)
+    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/b", "/b1", "/c"]
+    assert site.hits["/m/a1"] == 0
+    stats = crawler.stats
+    assert stats.get_value("simhash/kept_for_links_count") == 1
+    assert stats.get_value("simhash/duplicate_count") == 1  # /m/a
+    [kept] = [r.getMessage() for r in caplog.records if "no page delivered" in r.getMessage()]
+    assert kept == (f"Kept <200 {site.url('/b')}>, a near-duplicate of <{site.url('/a')}>: it "
+                    f"links to <{site.url('/b1')}>, which no page delivered so far links to")
+
+
+@deferred_f_from_coro_f
 async def test_drop_outlinks(site):
     serve_dup_site(site)
     settings = {**MW, "SIMHASH_ACTION": "drop_outlinks"}
     crawler = await crawl(SiteSpider, settings, base=site.base)
-    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/b", "/c"]
-    assert site.hits["/b1"] == site.hits["/b2"] == 0
-    assert crawler.stats.get_value("simhash/outlinks_dropped_count") == 2
+    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/c", "/m/a"]
+    assert site.hits["/m/a1"] == 0
+    assert crawler.stats.get_value("simhash/outlinks_dropped_count") == 1
     assert crawler.stats.get_value("simhash/duplicate_count") == 1
     assert crawler.stats.get_value("item_scraped_count") == 5  # /b's item passes
 
@@ -161,31 +184,31 @@ async def test_log_only(site, caplog):
     serve_dup_site(site)
     settings = {**MW, "SIMHASH_ACTION": "log", "SIMHASH_LOG_LEVEL": "WARNING"}
     crawler = await crawl(SiteSpider, settings, base=site.base)
-    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/b", "/b1", "/b2", "/c"]
-    assert crawler.stats.get_value("simhash/duplicate_count") == 1
+    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/c", "/m/a", "/m/a1"]
+    assert crawler.stats.get_value("simhash/duplicate_count") == 2  # /m/a and /m/a1
     assert crawler.stats.get_value("simhash/outlinks_dropped_count") is None
     record = next(r for r in caplog.records if r.name == "scrapy_simhash.dropped")
     assert record.levelno == logging.WARNING
-    assert record.getMessage().startswith(f"Found <200 {site.url('/b')}>: a near-duplicate of")
+    assert record.getMessage().startswith(f"Found <200 {site.url('/m/a')}>: a near-duplicate of")
 
 
 @deferred_f_from_coro_f
 async def test_dont_filter_is_kept(site):
     serve_dup_site(site)
-    crawler = await crawl(SiteSpider, MW, base=site.base, dont_filter=("/b",))
-    assert "/b" in crawler.spider.parsed
-    assert site.hits["/b1"] == 1
+    crawler = await crawl(SiteSpider, MW, base=site.base, dont_filter=("/m/a",))
+    assert "/m/a" in crawler.spider.parsed
+    assert site.hits["/m/a1"] == 1  # fetched, then dropped: a copy of /a1
     assert crawler.stats.get_value("simhash/kept_dont_filter_count") == 1
-    assert crawler.stats.get_value("simhash/duplicate_count") is None
+    assert crawler.stats.get_value("simhash/duplicate_count") == 1
 
 
 @deferred_f_from_coro_f
 async def test_meta_disabled_is_skipped(site):
     serve_dup_site(site)
-    crawler = await crawl(SiteSpider, MW, base=site.base, no_simhash=("/b",))
-    assert "/b" in crawler.spider.parsed
+    crawler = await crawl(SiteSpider, MW, base=site.base, no_simhash=("/m/a",))
+    assert "/m/a" in crawler.spider.parsed
     assert crawler.stats.get_value("simhash/skipped_count/disabled_meta") == 1
-    assert crawler.stats.get_value("simhash/response_count") == 6
+    assert crawler.stats.get_value("simhash/response_count") == 5  # /m/a1 too: a copy
 
 
 @deferred_f_from_coro_f
@@ -227,12 +250,12 @@ async def test_errback_receives_near_duplicate(site, caplog):
     crawler = await crawl(SiteSpider, MW, base=site.base, use_errback=True)
     [failure] = crawler.spider.failures
     assert isinstance(failure, NearDuplicate)
-    assert failure.response.url == site.url("/b")
+    assert failure.response.url == site.url("/m/a")
     assert failure.duplicate_of == site.url("/a")
     assert failure.distance == 0
     assert 0 <= failure.fingerprint < 2**64
     assert crawler.stats.get_value("simhash/duplicate_count") == 1
-    assert "/b" not in crawler.spider.parsed
+    assert "/m/a" not in crawler.spider.parsed
 
 
 @deferred_f_from_coro_f
@@ -261,7 +284,7 @@ async def test_audit_file_and_signal(site, tmp_path):
     assert entry["k"] == DEFAULT_MAX_DISTANCE and len(bytes.fromhex(entry["sketch"])) == SKETCH_BINS
     assert entry["event"] == "drop"
     assert entry["spider"] == "site"
-    assert entry["url"] == site.url("/b")
+    assert entry["url"] == site.url("/m/a")
     assert entry["duplicate_of"] == site.url("/a")
     assert entry["distance"] == 0
     assert entry["action"] == "drop"
@@ -269,7 +292,7 @@ async def test_audit_file_and_signal(site, tmp_path):
     assert len(entry["fingerprint"]) == 16
     assert entry["fingerprint"] == entry["duplicate_fingerprint"]
     [kw] = received
-    assert kw["response"].url == site.url("/b")
+    assert kw["response"].url == site.url("/m/a")
     assert kw["duplicate_of"] == site.url("/a")
     assert kw["distance"] == 0
     assert kw["spot_signatures"] == entry["spot_signatures"]
@@ -307,7 +330,7 @@ async def test_invalid_setting_fails_at_start(site, caplog):
 async def test_disabled(site):
     serve_dup_site(site)
     crawler = await crawl(SiteSpider, {**MW, "SIMHASH_ENABLED": False}, base=site.base)
-    assert "/b" in crawler.spider.parsed
+    assert "/m/a" in crawler.spider.parsed
     assert crawler.stats.get_value("simhash/response_count") is None
 
 
@@ -318,7 +341,7 @@ class FailingOpenBackend(MemoryBackend):
 
 class FlakyBackend(MemoryBackend):
     def query_and_add(self, signature, url, *, add="if_new"):
-        if url.endswith(("/a", "/b", "/c")):
+        if url.endswith(("/a", "/c")):
             raise BackendError("connection reset") from ConnectionError("reset")
         return super().query_and_add(signature, url, add=add)
 
@@ -342,7 +365,8 @@ async def test_backend_error_keeps_pages(site, caplog):
     serve_dup_site(site)
     settings = {**MW, "SIMHASH_BACKEND": f"{__name__}.FlakyBackend"}
     crawler = await crawl(SiteSpider, settings, base=site.base)
-    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/b", "/b1", "/b2", "/c"]
+    # /, /a1 and the copy /m/a1 (dropped) were checked; /a, /c and /m/a kept unchecked
+    assert sorted(crawler.spider.parsed) == ["/", "/a", "/a1", "/c", "/m/a"]
     assert crawler.stats.get_value("simhash/backend_error_count") == 3
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len([r for r in warnings if "connection reset" in r.getMessage()]) == 1

@@ -39,6 +39,16 @@ def html(url: str, seed: int, *, chrome: str = "", **request_kwargs) -> HtmlResp
     return HtmlResponse(url, body=body, encoding="utf-8", request=request)
 
 
+def deliver(mw: SimhashMiddleware, response) -> None:
+    """What Scrapy's chain does with a response: ``process_spider_input`` (which
+    raises NearDuplicate on a drop), then, for a page that reaches the spider,
+    ``process_spider_output`` (which records the page's links)."""
+    assert mw.process_spider_input(response) is None
+    output = collect_asyncgen(mw.process_spider_output(response, as_async_generator([])))
+    with pytest.raises(StopIteration):  # nothing to wait for: it completes at once
+        output.send(None)
+
+
 def stat(mw, key):
     return mw.stats.get_value(key)
 
@@ -68,10 +78,10 @@ def test_drop_raises_near_duplicate_and_swallows_it(caplog):
     mw = make_mw(SIMHASH_LOG_LEVEL="DEBUG")
     warm(mw)
     first = html("https://example.com/a", 1)
-    assert mw.process_spider_input(first) is None
+    assert deliver(mw, first) is None
     copy = html("https://example.com/b", 1, chrome="Other menu")
     with pytest.raises(NearDuplicate) as info:
-        mw.process_spider_input(copy)
+        deliver(mw, copy)
     exc = info.value
     assert isinstance(exc, IgnoreRequest)
     assert exc.response is copy
@@ -90,7 +100,7 @@ def test_drop_raises_near_duplicate_and_swallows_it(caplog):
 def test_distinct_pages_are_kept():
     mw = make_mw()
     for seed in range(20):
-        mw.process_spider_input(html(f"https://example.com/{seed}", seed))
+        deliver(mw, html(f"https://example.com/{seed}", seed))
     assert stat(mw, "simhash/duplicate_count") is None
     assert len(mw.backend) == 20
 
@@ -99,7 +109,7 @@ def test_tree_is_not_mutated():
     mw = make_mw()
     response = html("https://example.com/a", 3)
     before = etree.tostring(response.selector.root)
-    mw.process_spider_input(response)
+    deliver(mw, response)
     assert etree.tostring(response.selector.root) == before
 
 
@@ -123,10 +133,10 @@ def test_skips():
     mw = make_mw()
     url = "https://example.com/t"
     text = TextResponse(url, body=b"x " * 100, request=Request(url))
-    mw.process_spider_input(text)
-    mw.process_spider_input(html("https://example.com/m", 1, meta={"simhash_enabled": False}))
+    deliver(mw, text)
+    deliver(mw, html("https://example.com/m", 1, meta={"simhash_enabled": False}))
     thin = HtmlResponse(url, body=b"<p>Hello</p>", request=Request(url))
-    mw.process_spider_input(thin)
+    deliver(mw, thin)
     assert stat(mw, "simhash/skipped_count/non_html") == 1
     assert stat(mw, "simhash/skipped_count/disabled_meta") == 1
     assert stat(mw, "simhash/skipped_count/too_few_features") == 1
@@ -135,12 +145,12 @@ def test_skips():
 
 def test_dont_filter_kept_and_indexed():
     mw = make_mw()
-    mw.process_spider_input(html("https://example.com/a", 1, dont_filter=True))
-    mw.process_spider_input(html("https://example.com/b", 1, dont_filter=True))
+    deliver(mw, html("https://example.com/a", 1, dont_filter=True))
+    deliver(mw, html("https://example.com/b", 1, dont_filter=True))
     assert stat(mw, "simhash/kept_dont_filter_count") == 1
     assert len(mw.backend) == 1  # indexed when new, like any page
     with pytest.raises(NearDuplicate):
-        mw.process_spider_input(html("https://example.com/c", 1))
+        deliver(mw, html("https://example.com/c", 1))
 
 
 @deferred_f_from_coro_f
@@ -148,8 +158,8 @@ async def test_drop_outlinks_filters_requests_of_flagged_responses_only():
     mw = make_mw(SIMHASH_ACTION="drop_outlinks")
     original = html("https://example.com/a", 1)
     copy = html("https://example.com/b", 1)
-    mw.process_spider_input(original)
-    mw.process_spider_input(copy)  # flagged, not raised
+    deliver(mw, original)
+    deliver(mw, copy)  # flagged, not raised
     output = [{"item": 1}, Request("https://example.com/x"), Request("https://example.com/y")]
     kept = await collect_asyncgen(mw.process_spider_output(copy, as_async_generator(output)))
     assert kept == [{"item": 1}]
@@ -160,8 +170,8 @@ async def test_drop_outlinks_filters_requests_of_flagged_responses_only():
 
 def test_log_action_keeps_everything():
     mw = make_mw(SIMHASH_ACTION="log")
-    mw.process_spider_input(html("https://example.com/a", 1))
-    mw.process_spider_input(html("https://example.com/b", 1))
+    deliver(mw, html("https://example.com/a", 1))
+    deliver(mw, html("https://example.com/b", 1))
     assert stat(mw, "simhash/duplicate_count") == 1
 
 
@@ -173,7 +183,7 @@ class BrokenBackend(MemoryBackend):
 def test_backend_error_keeps_page_and_warns_once(caplog):
     mw = make_mw(SIMHASH_BACKEND=f"{__name__}.BrokenBackend")
     for i in range(3):
-        assert mw.process_spider_input(html(f"https://example.com/{i}", 1)) is None
+        assert deliver(mw, html(f"https://example.com/{i}", 1)) is None
     assert stat(mw, "simhash/backend_error_count") == 3
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "timeout" in warnings[0].getMessage()
@@ -181,7 +191,7 @@ def test_backend_error_keeps_page_and_warns_once(caplog):
 
 def test_close_sets_stats():
     mw = make_mw()
-    mw.process_spider_input(html("https://example.com/a", 1))
+    deliver(mw, html("https://example.com/a", 1))
     mw.spider_closed(Spider("test"))
     assert stat(mw, "simhash/index_size") == 1
     assert stat(mw, "simhash/initial_index_size") == 0
@@ -205,9 +215,9 @@ def test_first_drop_logged_with_a_hint_the_others_at_debug(caplog, settings, lev
     caplog.set_level(logging.DEBUG)
     mw = make_mw(SIMHASH_ACTION="log", **settings)
     warm(mw)
-    mw.process_spider_input(html("https://example.com/a", 1))
+    deliver(mw, html("https://example.com/a", 1))
     for i in range(3):
-        mw.process_spider_input(html(f"https://example.com/copy{i}", 1, chrome=f"menu {i}"))
+        deliver(mw, html(f"https://example.com/copy{i}", 1, chrome=f"menu {i}"))
     records = drop_records(caplog)
     assert [r.levelno for r in records] == levels
     hinted = [r for r in records if "SIMHASH_DEBUG = True" in r.getMessage()]
@@ -224,15 +234,15 @@ def test_own_url_is_never_a_duplicate():
     """A URL fetched again (after a crash, or a dont_filter start URL linked
     later) matches its own entry: kept, counted, not added again."""
     mw = make_mw()
-    mw.process_spider_input(html("https://example.com/a?x=1&y=2", 1))
-    assert mw.process_spider_input(html("https://example.com/a?x=1&y=2", 1)) is None
+    deliver(mw, html("https://example.com/a?x=1&y=2", 1))
+    assert deliver(mw, html("https://example.com/a?x=1&y=2", 1)) is None
     # the same page under the canonical form of its URL (query order, fragment)
-    assert mw.process_spider_input(html("https://example.com/a?y=2&x=1#top", 1)) is None
+    assert deliver(mw, html("https://example.com/a?y=2&x=1#top", 1)) is None
     assert stat(mw, "simhash/self_match_count") == 2
     assert stat(mw, "simhash/duplicate_count") is None
     assert len(mw.backend) == 1
     with pytest.raises(NearDuplicate):  # another URL with that text is still a copy
-        mw.process_spider_input(html("https://example.com/b", 1))
+        deliver(mw, html("https://example.com/b", 1))
 
 
 class IntFingerprintMiddleware(SimhashMiddleware):
@@ -245,9 +255,9 @@ class IntFingerprintMiddleware(SimhashMiddleware):
 def test_fingerprint_response_override_may_return_an_int():
     crawler = get_crawler(Spider, {})
     mw = build_from_crawler(IntFingerprintMiddleware, crawler)
-    mw.process_spider_input(html("https://example.com/a", 1))
+    deliver(mw, html("https://example.com/a", 1))
     with pytest.raises(NearDuplicate):
-        mw.process_spider_input(html("https://example.com/b", 1))
+        deliver(mw, html("https://example.com/b", 1))
     assert stat(mw, "simhash/response_count") == 2
 
 
@@ -263,10 +273,10 @@ class UnsavedBackend(MemoryBackend):
 
 def test_persistence_error_still_checks_pages(caplog):
     mw = make_mw(SIMHASH_BACKEND=f"{__name__}.UnsavedBackend")
-    mw.process_spider_input(html("https://example.com/a", 1))
-    mw.process_spider_input(html("https://example.com/b", 2))
+    deliver(mw, html("https://example.com/a", 1))
+    deliver(mw, html("https://example.com/b", 2))
     with pytest.raises(NearDuplicate):
-        mw.process_spider_input(html("https://example.com/c", 1))
+        deliver(mw, html("https://example.com/c", 1))
     assert stat(mw, "simhash/persist_error_count") == 2
     assert stat(mw, "simhash/response_count") == 3
     assert stat(mw, "simhash/backend_error_count") is None
@@ -303,10 +313,10 @@ def test_a_cut_page_is_dropped_as_a_byte_copy_only():
     def response(url: str, data: bytes) -> HtmlResponse:
         return HtmlResponse(url, body=data, encoding="utf-8", request=Request(url))
 
-    assert mw.process_spider_input(response("https://example.com/index", body)) is None
+    assert deliver(mw, response("https://example.com/index", body)) is None
     changed = response("https://example.com/index-2", _cut_page("<p>Updated today.</p>"))
-    assert mw.process_spider_input(changed) is None  # what was read is alike: kept all the same
+    assert deliver(mw, changed) is None  # what was read is alike: kept all the same
     with pytest.raises(NearDuplicate) as info:
-        mw.process_spider_input(response("https://mirror.example.com/index", body))
+        deliver(mw, response("https://mirror.example.com/index", body))
     assert info.value.duplicate_of == "https://example.com/index"
     assert stat(mw, "simhash/duplicate_count") == 1

@@ -1,0 +1,181 @@
+"""What a drop would cut off: the links of the pages a crawl delivered.
+
+A near-duplicate that is dropped never reaches the spider, so the links it
+carries never reach the frontier; a page linked only from it is lost with it,
+however right the drop was (two generated pages may be near-identical and still
+link to pages of their own). :class:`DeliveredLinks` holds the links of every
+page delivered to the spider, and a near copy is dropped only when each link it
+carries is among them (:meth:`DeliveredLinks.uncovered`): a drop then cuts the
+frontier off from no page the crawl could reach before. This holds whatever the
+extractor read as the page's main text: it looks at the page's links, not at
+its text.
+
+A copy's link is read in two ways: as it is (resolved against the copy's own
+URL), and, when the copy and the page it duplicates have the same last path
+segment and query (a mirror, a printer view or a copy on another host: one page
+at two addresses), as it would be on the kept page, by swapping the copy's
+address prefix for the kept page's (``http://mirror/docs/a.html`` of
+``http://site/docs/a.html``: ``http://mirror/docs/b.html`` is read as
+``http://site/docs/b.html``). Two pages whose file names differ (two classes of
+one API) are never read into each other's links.
+
+Links are compared without their query and fragment (a session id in every
+link would otherwise make each copy's links new), and only links to the hosts
+the crawl delivered pages from (plus the copy's and the kept page's): a link to
+an advert or another site is not the crawl's frontier. Pure: no Scrapy import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from urllib.parse import urljoin, urlsplit
+
+import xxhash
+from lxml import etree
+
+__all__ = ["DeliveredLinks", "MAX_LINKS", "page_links"]
+
+#: Links read from one page (as many as the elements the extractor reads of it).
+#: A delivered page with more is recorded in part (a later copy of it is then
+#: delivered rather than dropped); a copy with more is delivered.
+MAX_LINKS = 30_000
+
+
+def page_links(root: etree._Element) -> list[str]:
+    """The ``href`` of each ``<a>`` and ``<area>`` of the page, in document
+    order, at most :data:`MAX_LINKS` + 1 (bounded work on a hostile page)."""
+    hrefs: list[str] = []
+    for element in root.iter("a", "area"):
+        href = element.get("href")
+        if href is not None:
+            hrefs.append(href)
+            if len(hrefs) > MAX_LINKS:
+                break
+    return hrefs
+
+
+#: What the string path of :func:`_links` leaves to ``urljoin``: a dot segment, a
+#: scheme (a colon in the first segment), a backslash, a control character.
+_ODD = re.compile(r"(?:^|/)\.\.?(?:/|$)|^[^/]*:|[\\\x00-\x20\x7f]")
+
+
+@lru_cache(maxsize=4096)
+def _resolve(base: str, href: str) -> tuple[str, str] | None:
+    """``href`` on the page at ``base`` by :func:`urllib.parse.urljoin`: (host, URL
+    without query and fragment), or None for a link that is not an HTTP(S) URL.
+    What :func:`_links` does faster for the usual links."""
+    try:
+        parts = urlsplit(urljoin(base, href))
+    except ValueError:  # an invalid IPv6 host and the like: no link a crawl follows
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return parts.netloc.lower(), f"{parts.scheme}://{parts.netloc.lower()}{parts.path or '/'}"
+
+
+def _links(url: str, hrefs: list[str]) -> Iterator[tuple[str, str]]:
+    """The links ``hrefs`` of the page at ``url``, resolved as :func:`_resolve`
+    resolves them: string operations for a plain path (absolute, relative or a
+    whole HTTP URL), ``urljoin`` for anything with dot segments or odd forms."""
+    page = _resolve(url, "")
+    if page is None:
+        yield from filter(None, (_resolve(url, h.strip()) for h in hrefs))
+        return
+    host, own = page
+    origin = own[: own.index("/", own.index("//") + 2)]
+    folder = own[: own.rfind("/") + 1]
+    for href in hrefs:
+        href = href.strip()
+        if not href or href[0] == "#":
+            continue
+        path = href.split("#", 1)[0].split("?", 1)[0]
+        if not path:  # a query of this page
+            yield host, own
+            continue
+        if _ODD.search(path) or path.startswith("//"):
+            link = _resolve(url, href)  # dot segments, a scheme, controls: urljoin's rules
+        elif path[0] == "/":
+            link = host, origin + path
+        else:
+            link = host, folder + path
+        if link is not None:
+            yield link
+
+
+def _key(url: str) -> int:
+    return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass"))
+
+
+def _base(url: str) -> str:
+    """``url`` without query and fragment, as :func:`_resolve` writes links."""
+    resolved = _resolve(url, "")
+    return resolved[1] if resolved is not None else url
+
+
+def _prefixes(copy: str, kept: str) -> tuple[str, str] | None:
+    """The address prefixes of one page at two URLs: ``(copy's, kept's)``, the
+    parts before their longest common tail of whole path segments; None when the
+    last segments or queries differ (two pages, not one at two addresses) or
+    nothing differs but the query."""
+    try:
+        a, b = urlsplit(copy), urlsplit(kept)
+    except ValueError:
+        return None
+    if a.query != b.query:
+        return None
+    sa = [f"{a.scheme}://{a.netloc.lower()}", *(a.path or "/").split("/")[1:]]
+    sb = [f"{b.scheme}://{b.netloc.lower()}", *(b.path or "/").split("/")[1:]]
+    if len(sa) < 2 or len(sb) < 2 or sa[-1] != sb[-1]:
+        return None
+    n = 1
+    while n < min(len(sa), len(sb)) and sa[-1 - n] == sb[-1 - n]:
+        n += 1
+    pa, pb = "/".join(sa[:-n]) + "/", "/".join(sb[:-n]) + "/"
+    return (pa, pb) if pa != pb else None
+
+
+class DeliveredLinks:
+    """The links (64-bit hashes of their URLs without query) of the pages
+    delivered to the spider, and the hosts those pages came from."""
+
+    def __init__(self) -> None:
+        self._links: set[int] = set()
+        self.hosts: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    def record(self, url: str, hrefs: list[str]) -> None:
+        """Add the links of the page at ``url`` (delivered to the spider)."""
+        resolved = _resolve(url, "")
+        if resolved is not None:
+            self.hosts.add(resolved[0])
+        add = self._links.add
+        for _, link in _links(url, hrefs[:MAX_LINKS]):
+            add(_key(link))
+
+    def uncovered(self, url: str, hrefs: list[str], kept: str) -> str | None:
+        """The first link of the copy at ``url`` (a near-duplicate of the page at
+        ``kept``) that no delivered page carries, or None when dropping the copy
+        cuts nothing off. A copy with more than :data:`MAX_LINKS` links answers
+        its first link past them."""
+        own = _base(url)
+        kept_base = _base(kept)
+        hosts = self.hosts | {urlsplit(own).netloc, urlsplit(kept_base).netloc}
+        swap = _prefixes(url, kept)
+        if len(hrefs) > MAX_LINKS:
+            return hrefs[MAX_LINKS].strip()
+        links = self._links
+        for host, target in _links(url, hrefs):
+            if host not in hosts or target in (own, kept_base):
+                continue
+            if _key(target) in links:
+                continue
+            if swap is not None and target.startswith(swap[0]):
+                mapped = swap[1] + target[len(swap[0]):]
+                if mapped == kept_base or _key(mapped) in links:
+                    continue
+            return target
+        return None

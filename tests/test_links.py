@@ -1,0 +1,158 @@
+"""The links of delivered pages (scrapy_simhash.links): a drop cuts nothing off."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import html
+
+from scrapy_simhash.links import MAX_LINKS, DeliveredLinks, page_links
+
+SITE = "https://docs.example.org/api/"
+
+
+def delivered(*pages: tuple[str, list[str]]) -> DeliveredLinks:
+    links = DeliveredLinks()
+    for url, hrefs in pages:
+        links.record(url, hrefs)
+    return links
+
+
+def test_a_copy_whose_links_are_all_known_cuts_nothing_off():
+    links = delivered((SITE + "a.html", ["b.html", "../index.html", "/api/c.html"]))
+    # the same links, written otherwise: absolute, with a fragment or a query
+    hrefs = [SITE + "b.html#top", "/index.html", "c.html?session=42", "#local"]
+    assert links.uncovered(SITE + "a-print.html", hrefs, SITE + "a.html") is None
+
+
+def test_a_copy_with_a_link_of_its_own_names_it():
+    # two generated pages alike but for their names; each links to its own usage page
+    links = delivered((SITE + "HtmlTreeBuilder.html", ["class-use/HtmlTreeBuilder.html"]))
+    copy = SITE + "XmlTreeBuilder.html"
+    assert links.uncovered(copy, ["class-use/XmlTreeBuilder.html"], SITE + "HtmlTreeBuilder.html") \
+        == SITE + "class-use/XmlTreeBuilder.html"
+
+
+def test_a_mirror_is_read_on_the_address_of_the_page_it_copies():
+    original = "https://docs.example.org/v2/guide/a.html"
+    links = delivered((original, ["b.html", "/v2/index.html"]))
+    for mirror in ("https://mirror.example.net/v2/guide/a.html",       # another host
+                   "https://docs.example.org/mirror/v2/guide/a.html",  # a folder inserted
+                   "http://docs.example.org/v2/guide/a.html"):         # another scheme
+        hrefs = ["b.html", "a.html", mirror.rsplit("/", 3)[0] + "/v2/index.html"]
+        assert links.uncovered(mirror, hrefs, original) is None, mirror
+        assert links.uncovered(mirror, ["c.html"], original).endswith("/guide/c.html")
+
+
+def test_pages_with_other_names_are_not_read_into_each_other():
+    # same folder structure, other file: no address mapping between them
+    links = delivered(("https://h/x/Html/index.html", ["members.html"]))
+    assert links.uncovered("https://h/x/Xml/list.html", ["members.html"],
+                           "https://h/x/Html/index.html") == "https://h/x/Xml/members.html"
+
+
+def test_links_are_compared_without_their_query():
+    """A known limit, written down: a session id in every link would otherwise make
+    each copy's links new; the price is that a page told apart by its query alone
+    (``/use?id=2``) counts as linked once any ``/use?...`` is."""
+    links = delivered(("https://h/list?page=2&sid=a1", ["/list?page=3&sid=a1"]))
+    assert links.uncovered("https://h/list?page=2&sid=b7", ["/list?page=3&sid=c9"],
+                           "https://h/list?page=2&sid=a1") is None
+    links = delivered(("https://h/show?id=1", ["/use?id=1"]))
+    assert links.uncovered("https://h/show?id=2", ["/use?id=2"], "https://h/show?id=1") is None
+
+
+def test_links_off_the_crawled_hosts_do_not_count():
+    links = delivered((SITE + "a.html", ["b.html"]))
+    hrefs = ["b.html", "https://ads.example.com/click/123", "mailto:x@example.org",
+             "javascript:void(0)", "http://[::1", ""]
+    assert links.uncovered(SITE + "a2.html", hrefs, SITE + "a.html") is None
+    links.record("https://ads.example.com/", [])  # a host the crawl delivered a page from
+    assert links.uncovered(SITE + "a2.html", hrefs, SITE + "a.html") \
+        == "https://ads.example.com/click/123"
+
+
+def test_a_hashed_kept_url_still_reads_the_copy_on_its_own_address():
+    # a Redis index with SIMHASH_REDIS_URLS = "hash" names the kept page by a digest
+    links = delivered((SITE + "a.html", ["b.html"]))
+    assert links.uncovered(SITE + "a2.html", ["b.html"], "xxh3:0123456789abcdef") is None
+    assert links.uncovered(SITE + "a2.html", ["c.html"], "xxh3:0123456789abcdef") \
+        == SITE + "c.html"
+
+
+def test_work_is_bounded_on_a_page_of_many_links():
+    root = html.fromstring("<div>" + "<a href='/p'>x</a>" * (MAX_LINKS + 50) + "</div>")
+    hrefs = page_links(root)
+    assert len(hrefs) == MAX_LINKS + 1
+    links = delivered((SITE, hrefs))
+    assert len(links) == 1
+    # a copy with more links than are read is delivered: its last links are unknown
+    assert links.uncovered(SITE + "copy", hrefs, SITE) == "/p"
+    assert links.uncovered(SITE + "copy", hrefs[:MAX_LINKS], SITE) is None
+
+
+def test_page_links_reads_a_and_area_in_order():
+    root = html.fromstring(
+        "<body><a href='1'>a</a><map><area href='2'></map><a>no href</a>"
+        "<link href='css'><a href=' 3 '>c</a></body>")
+    assert page_links(root) == ["1", "2", " 3 "]
+
+
+_segment = st.sampled_from(["a", "b", "api", "v2", "index.html", "x.html", "y.html"])
+_path = st.lists(_segment, min_size=1, max_size=4).map("/".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(kept=st.lists(st.tuples(_path, st.lists(_path, max_size=5)), min_size=1, max_size=6),
+       copy=_path, copy_links=st.lists(_path, max_size=6), of=st.integers(0, 5),
+       mirror=st.sampled_from([None, "m", "x/m", "a"]), mirrored=st.lists(st.integers(0, 30)))
+def test_what_is_covered_is_exactly_what_a_delivered_page_links_to(
+        kept, copy, copy_links, of, mirror, mirrored):
+    """Against a brute force of the rule: a copy's link is covered when a delivered
+    page links to it, read as it is or, for a copy of the same file name, on the
+    kept page's address."""
+    host = "https://h/"
+    links = delivered(*((host + url, ["/" + h for h in hrefs]) for url, hrefs in kept))
+    kept_url = host + kept[of % len(kept)][0]
+    if mirror is not None:  # the kept page, and some links of the crawl, under a folder
+        copy = f"{mirror}/{kept[of % len(kept)][0]}"
+        every = [h for _, hrefs in kept for h in hrefs]
+        copy_links = [f"{mirror}/{every[i % len(every)]}" for i in mirrored if every] + copy_links
+    known = {host + h for _, hrefs in kept for h in hrefs}
+    own, other = host + copy, kept_url
+    same_name = own.rsplit("/", 1)[1] == other.rsplit("/", 1)[1]
+    expected = None
+    for href in copy_links:
+        target = host + href
+        if target in (own, other) or target in known:
+            continue
+        if same_name:
+            # the longest common tail of whole segments, then swap the prefixes
+            a, b = own.split("/"), other.split("/")
+            n = 1
+            while n < min(len(a), len(b)) - 2 and a[-1 - n] == b[-1 - n]:
+                n += 1
+            pa, pb = "/".join(a[:-n]) + "/", "/".join(b[:-n]) + "/"
+            if pa != pb and target.startswith(pa):
+                mapped = pb + target[len(pa):]
+                if mapped == other or mapped in known:
+                    continue
+        expected = target
+        break
+    assert links.uncovered(own, ["/" + h for h in copy_links], kept_url) == expected
+
+
+_href = st.text(st.sampled_from("ab./:?#\\%é \t-_Hh"), max_size=12) | st.sampled_from(
+    ["http://Other:8080/x/../y", "HTTPS://h/a", "//cdn.example/a", "mailto:a@b", "./a", "../",
+     "a/./b", "a/../../b", "..", ".", "/..", "?q", "javascript:x", "a:b", "a/b:c"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(url=st.sampled_from(["https://h/", "https://H:81/a/b.html?x#y", "http://h/a/", "http://h"]),
+       hrefs=st.lists(_href, max_size=8))
+def test_links_resolve_as_urljoin_does(url, hrefs):
+    """The string path of ``_links`` gives what ``urljoin`` gives."""
+    from scrapy_simhash.links import _links, _resolve
+
+    expected = [_resolve(url, h.strip()) for h in hrefs if h.strip() and h.strip()[0] != "#"]
+    assert list(_links(url, hrefs)) == [link for link in expected if link is not None]
