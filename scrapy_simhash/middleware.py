@@ -75,6 +75,7 @@ from scrapy_simhash.backends import (
 from scrapy_simhash.fingerprinting import (
     FINGERPRINT_VERSION,
     FingerprintResult,
+    parse_html,
     plain_elements,
 )
 from scrapy_simhash.fingerprinting.signature import Analysis, analyse
@@ -452,21 +453,14 @@ class SimhashMiddleware:
         return None
 
     def _uncovered_link(self, response: HtmlResponse, kept: str) -> str | None:
-        """A link of this near copy of ``kept`` that no delivered page carries
-        (the copy's own URL when its links cannot be read), or None."""
-        try:
-            root = response.selector.root
-        except ValueError:  # a charset Python cannot read: its links are unknown
-            return response.url
-        return self.links.uncovered(response.url, page_links(root), kept)
+        """A link of this near copy of ``kept`` that no delivered page carries, or None."""
+        return self.links.uncovered(response.url, _hrefs(response), kept)
 
     def _record_links(self, response: Response) -> None:
+        """Remember the links of a page that reaches the spider (its outlinks, unless
+        ``drop_outlinks`` flagged it)."""
         if isinstance(response, HtmlResponse) and response not in self._flagged:
-            try:
-                root = response.selector.root
-            except ValueError:
-                return
-            self.links.record(response.url, page_links(root))
+            self.links.record(response.url, _hrefs(response))
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Spider | None = None
@@ -620,6 +614,17 @@ class SimhashMiddleware:
             "finish_reason"
         ) in ("finished", "simhash_unchecked"):
             self.stats.set_value("finish_reason", "simhash_index_lost")
+
+
+def _hrefs(response: HtmlResponse) -> list[str]:
+    """The page's link targets, from the spider's tree (from the body, as
+    :meth:`SimhashMiddleware.analyse_response` reads it, when Python cannot
+    decode the page's charset)."""
+    try:
+        root = response.selector.root
+    except ValueError:
+        root = parse_html(response.body)
+    return page_links(root) if root is not None else []
 
 
 def _spider_name(crawler: Crawler) -> str:
