@@ -11,13 +11,14 @@ extractor read as the page's main text: it looks at the page's links, not at
 its text.
 
 A copy's link is read in two ways: as it is (resolved against the copy's own
-URL), and, when the copy and the page it duplicates have the same last path
-segment and query (a mirror, a printer view or a copy on another host: one page
-at two addresses), as it would be on the kept page, by swapping the copy's
-address prefix for the kept page's (``http://mirror/docs/a.html`` of
-``http://site/docs/a.html``: ``http://mirror/docs/b.html`` is read as
-``http://site/docs/b.html``). Two pages whose file names differ (two classes of
-one API) are never read into each other's links.
+URL), and, when the copy and the page it duplicates look like one page at two
+addresses (a copy on another host; on one host, the same file name and query in
+another folder: a mirror or printer folder), as it would be on the kept page, by
+swapping the copy's address prefix for the kept page's
+(``http://mirror/docs/a.html`` of ``http://site/docs/a.html``:
+``http://mirror/docs/b.html`` is read as ``http://site/docs/b.html``). Two pages
+of one host whose file names differ (two classes of one API) are never read into
+each other's links.
 
 Links are compared without their query and fragment (a session id in every
 link would otherwise make each copy's links new), and only links to the hosts
@@ -116,18 +117,19 @@ def _base(url: str) -> str:
 
 def _prefixes(copy: str, kept: str) -> tuple[str, str] | None:
     """The address prefixes of one page at two URLs: ``(copy's, kept's)``, the
-    parts before their longest common tail of whole path segments; None when the
-    last segments or queries differ (two pages, not one at two addresses) or
-    nothing differs but the query."""
+    parts before their longest common tail of whole path segments. One page at
+    two addresses is a copy on another host (whatever its file name: a mirror's
+    ``index.html`` of the original's ``git.html``), or on the same host one of
+    the same file name and query in another folder; otherwise None (two pages)."""
     try:
         a, b = urlsplit(copy), urlsplit(kept)
     except ValueError:
         return None
-    if a.query != b.query:
-        return None
     sa = [f"{a.scheme}://{a.netloc.lower()}", *(a.path or "/").split("/")[1:]]
     sb = [f"{b.scheme}://{b.netloc.lower()}", *(b.path or "/").split("/")[1:]]
-    if len(sa) < 2 or len(sb) < 2 or sa[-1] != sb[-1]:
+    if len(sa) < 2 or len(sb) < 2:
+        return None
+    if a.netloc.lower() == b.netloc.lower() and (a.query != b.query or sa[-1] != sb[-1]):
         return None
     n = 1
     while n < min(len(sa), len(sb)) and sa[-1 - n] == sb[-1 - n]:

@@ -42,6 +42,13 @@ def test_a_mirror_is_read_on_the_address_of_the_page_it_copies():
         hrefs = ["b.html", "a.html", mirror.rsplit("/", 3)[0] + "/v2/index.html"]
         assert links.uncovered(mirror, hrefs, original) is None, mirror
         assert links.uncovered(mirror, ["c.html"], original).endswith("/guide/c.html")
+    # on another host, whatever the file name (a mirror's index.html of the original's
+    # git.html, one page at two names)
+    links = delivered(("https://site/git.html", ["gittutorial.html"]))
+    assert links.uncovered("https://mirror/index.html", ["gittutorial.html"],
+                           "https://site/git.html") is None
+    assert links.uncovered("https://site/index.html", ["gittutorial.html"],
+                           "https://site/git.html") is None  # the same link, as it is
 
 
 def test_pages_with_other_names_are_not_read_into_each_other():
