@@ -55,7 +55,8 @@ STATS: tuple[KeySpec, ...] = (
             "Pages in the index when the spider opened (a resumed JOBDIR, a shared Redis "
             "index)."),
     KeySpec("simhash/index_size", _MW, "Pages in the index when the spider closed."),
-    KeySpec("simhash/cpu_seconds", _MW, "CPU seconds spent fingerprinting and probing."),
+    KeySpec("simhash/cpu_seconds", _MW, "CPU seconds spent fingerprinting, probing and reading "
+            "links (thread CPU time of the hooks)."),
     KeySpec("simhash/rules_active", _RULES, "URL rules active (skipping requests)."),
     KeySpec("simhash/rules_learned_count", _RULES, "URL rule candidates learned from confirmed "
             "drops in this crawl."),

@@ -454,13 +454,19 @@ class SimhashMiddleware:
 
     def _uncovered_link(self, response: HtmlResponse, kept: str) -> str | None:
         """A link of this near copy of ``kept`` that no delivered page carries, or None."""
-        return self.links.uncovered(response.url, _hrefs(response), kept)
+        start = time.thread_time()
+        try:
+            return self.links.uncovered(response.url, _hrefs(response), kept)
+        finally:
+            self._seconds += time.thread_time() - start
 
     def _record_links(self, response: Response) -> None:
         """Remember the links of a page that reaches the spider (its outlinks, unless
         ``drop_outlinks`` flagged it)."""
         if isinstance(response, HtmlResponse) and response not in self._flagged:
+            start = time.thread_time()
             self.links.record(response.url, _hrefs(response))
+            self._seconds += time.thread_time() - start
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Spider | None = None
