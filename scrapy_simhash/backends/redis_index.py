@@ -860,11 +860,13 @@ class RedisSimhashIndex(RedisIndexBase):
     def _write_blocks(self, pipe: Any, name: Any, per_block: int, first: int, data: bytes,
                       width: int) -> None:  # fmt: skip
         """Queue SETRANGEs writing ``data`` (entries of ``width`` bytes from log
-        position ``first`` on) into the blocks ``name(n)`` of ``per_block`` entries."""
+        position ``first`` on) into the blocks ``name(n)`` of ``per_block``
+        entries, at most 1 MiB a command (Redis holds a command whole)."""
         pos, end = first, first + len(data) // width
+        step = max(1, (1 << 20) // width)
         while pos < end:
             block = pos // per_block
-            upto = min(end, (block + 1) * per_block)
+            upto = min(end, (block + 1) * per_block, pos + step)
             pipe.setrange(name(block), (pos - block * per_block) * width,
                           data[(pos - first) * width : (upto - first) * width])  # fmt: skip
             pos = upto
