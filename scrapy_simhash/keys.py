@@ -104,6 +104,8 @@ STATS: tuple[KeySpec, ...] = (
             "Pages not stored: the cap of stored pages with their fingerprint was reached."),
     KeySpec("simhash/redis/bucket_full_count", _REDIS,
             "Table entries not added: the bucket was full (findable through other tables)."),
+    KeySpec("simhash/redis/log_rewound_count", _REDIS,
+            "Times the log held fewer pages than this process had read (failover): read again."),
     KeySpec("simhash/redis/index_lost_count", _REDIS,
             "Times the shared index vanished mid-crawl (FLUSHALL, failover) and was made anew."),
 )

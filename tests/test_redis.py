@@ -824,6 +824,22 @@ def test_index_lost_with_pages_queued_is_rebuilt_from_them(redis_server_factory,
     assert any("vanished during the crawl" in m for m in errors), errors
 
 
+def test_a_log_shorter_than_what_was_read_is_read_again(redis_client):
+    """A failover to a replica that lagged: the same index (epoch), fewer pages than this
+    process had read. Its tables are read again from the log there, and the next page
+    gets the next key of that log (not one this process had seen)."""
+    index = make_index(redis_client, TableLayout.parse("16,16,16,16", 3), expected_size=256)
+    for i, fp in enumerate((0xA << 40, 0xB << 20, 0xC)):
+        index.query_and_add(fp, f"https://{i}/")
+    redis_client.hset(index.meta_key, "size", 1)  # the replica had the first page only
+    redis_client.set(index.log_block(0), redis_client.getrange(index.log_block(0), 0, 7))
+    assert index.query_and_add(0xD << 50, "https://d/") == ([], None, 2)
+    assert index.counts["log_rewound_count"] == 1 and index.synced == 2
+    assert index.query(0xC) == []  # lost with the master
+    assert [m.key for m in index.query(0xD << 50)] == [2]
+    assert [m.key for m in index.query(0xA << 40)] == [1]
+
+
 def test_index_recreated_by_another_process_is_noticed(redis_url, redis_client):
     """FLUSHALL, then another process creates the index again before this one calls:
     the same settings give the same signature, the epoch tells them apart."""

@@ -654,12 +654,26 @@ class RedisSimhashIndex(RedisIndexBase):
         self.local.add_many(fps, np.arange(self.synced + 1, self.synced + n + 1, dtype=np.uint64))
         self.synced += n
 
+    def _rewound(self, size: int) -> None:
+        """The log holds fewer pages than this process has read, under the same
+        epoch: a failover to a replica that had not received the last writes.
+        The tables are read again from the log that is there."""
+        logger.warning(
+            "The simhash log of %(prefix)s holds %(size)d pages, this process had read "
+            "%(synced)d (a failover to a replica that lagged?): reading it again",
+            {"prefix": self.prefix, "size": size, "synced": self.synced},
+        )
+        self.counts["log_rewound_count"] += 1
+        self._reset_tables()
+
     def sync(self) -> int:
         """Read the log past what this process holds, in GETRANGEs of at most
         :data:`SYNC_CHUNK` entries; return the log's size."""
         signature, epoch, size = self._node().hmget(self.meta_key, ["signature", "epoch", "size"])
         self._check_alive(signature, epoch)
         size = int(size or 0)
+        if size < self.synced:
+            self._rewound(size)
         while self.synced < size:
             block, at = divmod(self.synced, LOG_BLOCK)
             upto = min(size, self.synced + SYNC_CHUNK, (block + 1) * LOG_BLOCK)
@@ -737,9 +751,9 @@ class RedisSimhashIndex(RedisIndexBase):
                 self._node_failed()
                 raise
             self._check_reply(status, value)
-            if status != -7:
+            if status not in (-7, -8):
                 break
-            self.sync()  # too far behind for the script: read the log first
+            self.sync()  # too far behind for the script (or ahead): read the log
         else:
             status, value, tail = -4, 0, b""  # still behind: probe again
         self._take(tail)

@@ -36,6 +36,8 @@
 -- (value: the stored "signature/epoch"); -3 Redis is full (maxmemory): nothing
 -- written (value: size); -4 a tail entry is within k: nothing written (value:
 -- size); -7 the tail is longer than ARGV[11]: nothing read (value: size);
+-- -8 the log is shorter than the caller has read (a failover to a replica
+-- that lagged): nothing read (value: size);
 -- -6 (check) a command was refused: {-6, command, error}.
 
 local meta, urls, logp, skp = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -91,6 +93,9 @@ end
 -- 2. the tail: what the caller has not read yet
 if size - seen > cap then
   return {-7, size, ''}
+end
+if size < seen then
+  return {-8, size, ''}
 end
 local parts, pos = {}, seen
 while pos < size do
