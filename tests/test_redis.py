@@ -711,6 +711,29 @@ def test_index_info_and_clear_for_tools(redis_client):
     assert redis_client.keys("tool:*") == [b"tool:simhash:unrelated"]
 
 
+@pytest.mark.parametrize("url_format", ["full", "hash"])
+def test_read_index_pages_reads_the_log(redis_client, url_format):
+    """The command line's reader: every page in key order, with its sketch and URL
+    (token), pages stored by the script and by a bulk load alike."""
+    from scrapy_simhash.backends.redis_index import read_index_pages
+
+    layout = TableLayout.parse("16,16,16,16", 3)
+    index = RedisSimhashIndex(redis_client, "read:simhash", layout, expected_size=1000,
+                              url_format=url_format)  # fmt: skip
+    index.open()
+    other = bytes(reversed(SKETCH))
+    index.query_and_add(0xF00, "https://a/", sketch=SKETCH)
+    index.add_many(np.array([0xABC << 30, 0x123 << 50], dtype=np.uint64),
+                   ["https://b/", "https://c/"], sketches=[other, SKETCH])  # fmt: skip
+    index.query_and_add(0x777 << 20, "https://d/")  # no sketch
+    pages = read_index_pages(redis_client, "read:simhash")
+    assert pages.k == 3
+    assert pages.fingerprints.tolist() == [0xF00, 0xABC << 30, 0x123 << 50, 0x777 << 20]
+    assert [row.tobytes() for row in pages.sketches] == [SKETCH, other, SKETCH, bytes(SKETCH_BINS)]
+    assert pages.urls == [index.url_token(u) for u in ("https://a/", "https://b/", "https://c/",
+                                                       "https://d/")]  # fmt: skip
+
+
 def test_redis_info_and_clear_commands(redis_url, redis_client):
     """The console script shows a shared index and deletes it only with --yes."""
     import json

@@ -669,6 +669,13 @@ class RedisSimhashIndex(RedisIndexBase):
     def sync(self) -> int:
         """Read the log past what this process holds, in GETRANGEs of at most
         :data:`SYNC_CHUNK` entries; return the log's size."""
+        try:
+            return self._sync()
+        except self._errors:
+            self._node_failed()
+            raise
+
+    def _sync(self) -> int:
         signature, epoch, size = self._node().hmget(self.meta_key, ["signature", "epoch", "size"])
         self._check_alive(signature, epoch)
         size = int(size or 0)
