@@ -467,7 +467,7 @@ def test_pages_sharing_a_fingerprint_cost_a_bounded_call(redis_client):
     redis_client.config_set("slowlog-log-slower-than", 10_000)
     # the script that scanned them all took 192 ms a call at 4,000; here the calls
     # stay short (a rare longer one is the shared machine descheduling Redis)
-    assert len(durations) > 3 * 3000
+    assert len(durations) > 2 * 2900  # a metadata read and a GETRANGE of sketches a page
     assert np.percentile(durations, 99) <= 5000, sorted(durations)[-20:]  # microseconds
     slowest = max(durations)
     assert len(index) == SAME_FINGERPRINT_CAP

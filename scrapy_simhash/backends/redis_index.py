@@ -121,6 +121,9 @@ SKETCH_BLOCK = 10922
 #: Tail entries the insert script reads and compares at most; a process
 #: further behind reads the log itself first.
 TAIL_CAP = 1024
+#: Candidates' sketches at most this many slots apart are read in one GETRANGE
+#: (the gap read for nothing: at most 7 x 96 bytes).
+SPAN_GAP = 8
 #: Log entries read per GETRANGE when a process reads the log (1 MiB).
 SYNC_CHUNK = 1 << 17
 
@@ -793,15 +796,17 @@ class RedisSimhashIndex(RedisIndexBase):
             return candidates
         pipe = self.pipeline()
         pipe.hmget(self.meta_key, ["signature", "epoch"])
-        if sketch:
-            for m in candidates:
-                block, slot = divmod(m.key - 1, SKETCH_BLOCK)
-                pipe.getrange(self.sketch_block(block), slot * SKETCH_BINS,
-                              (slot + 1) * SKETCH_BINS - 1)  # fmt: skip
-        meta, *stored = self._execute(pipe)
+        spans = self._spans([m.key - 1 for m in candidates]) if sketch else []
+        for block, low, high, _ in spans:
+            pipe.getrange(self.sketch_block(block), low * SKETCH_BINS, (high + 1) * SKETCH_BINS - 1)
+        meta, *ranges = self._execute(pipe)
         self._check_alive(*meta)
         if not sketch:
             return candidates
+        stored = [b""] * len(candidates)
+        for (_, low, _, rows), data in zip(spans, ranges):
+            for row, slot in rows:
+                stored[row] = data[(slot - low) * SKETCH_BINS : (slot - low + 1) * SKETCH_BINS]
         # a page stored without a sketch (zeros, or nothing) is never confirmed
         have = [i for i, other in enumerate(stored)
                 if len(other) == SKETCH_BINS and other != _NO_SKETCH]  # fmt: skip
@@ -811,6 +816,21 @@ class RedisSimhashIndex(RedisIndexBase):
         others = others.reshape(len(have), SKETCH_BINS)
         verdicts = confirms_many(np.frombuffer(sketch, dtype=np.uint8), others)
         return [candidates[i] for i, ok in zip(have, verdicts.tolist()) if ok]
+
+    @staticmethod
+    def _spans(positions: list[int]) -> list[tuple[int, int, int, list[tuple[int, int]]]]:
+        """The sketch ranges to read for log ``positions``: (block, first slot, last
+        slot, [(row, slot), ...]), slots at most :data:`SPAN_GAP` apart sharing one
+        GETRANGE (pages stored together, such as those of one crowded fingerprint)."""
+        spans: list[tuple[int, int, int, list[tuple[int, int]]]] = []
+        for row in sorted(range(len(positions)), key=positions.__getitem__):
+            block, slot = divmod(positions[row], SKETCH_BLOCK)
+            if spans and spans[-1][0] == block and slot - spans[-1][2] <= SPAN_GAP:
+                spans[-1][3].append((row, slot))
+                spans[-1] = (block, spans[-1][1], slot, spans[-1][3])
+            else:
+                spans.append((block, slot, slot, [(row, slot)]))
+        return spans
 
     # -- start-up ----------------------------------------------------------------
 
