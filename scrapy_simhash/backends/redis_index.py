@@ -27,7 +27,8 @@ saying to clear them; format 3 lives on for one crawl's tables spread over a
 cluster's masters (:mod:`scrapy_simhash.backends.redis_buckets`,
 :mod:`scrapy_simhash.backends.redis_sharded`).
 
-A new page costs one round trip, a drop two (``data/redis_log_insert.lua``): the
+A new page costs one round trip (two when candidates had to be confirmed), a drop
+two (the candidates' sketches, the kept page's URL) (``data/redis_log_insert.lua``): the
 process probes its tables, fetches (one ``GETRANGE`` each, pipelined with a
 check of the metadata) the sketches of at most :data:`CANDIDATE_CAP` candidates
 within k (nearest first) and confirms them with
@@ -766,10 +767,10 @@ class RedisSimhashIndex(RedisIndexBase):
             self.sync()  # too far behind for the script (or ahead): read the log
         else:
             status, value, tail = -4, 0, b""  # still behind: probe again
-        self._take(tail)
         if status == 0 and mode != "read":
-            self._take(fp8)  # this page: key == synced
+            self._take(tail + fp8)  # then this page: its key is the last one read
             return 0, int(value)
+        self._take(tail)
         return int(status), 0
 
     def _candidates(self, fp: int) -> tuple[list[Match], int]:
