@@ -99,7 +99,7 @@ STATS: tuple[KeySpec, ...] = (
     KeySpec("simhash/redis/conflict_count", _REDIS,
             "Inserts refused because a near page was stored since the probe (probed again)."),
     KeySpec("simhash/redis/unexamined_count", _REDIS,
-            "Candidates past the cap a page is confirmed against (a copy may be kept)."),
+            "Probes with candidates past the cap confirmed (sharded: those candidates)."),
     KeySpec("simhash/redis/crowded_count", _REDIS,
             "Pages not stored: the cap of stored pages with their fingerprint was reached."),
     KeySpec("simhash/redis/bucket_full_count", _REDIS,

@@ -100,7 +100,7 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 4
 #: At most this many candidates within k (nearest first) are confirmed per
 #: probe; the others are not examined, so a page is never dropped for them (a
-#: copy of one of them may be kept: counted, ``redis/unexamined_count``).
+#: copy of one of them may be kept: the probes counted, ``redis/unexamined_count``).
 CANDIDATE_CAP = 64
 #: A page is not stored when this many stored pages already have exactly its
 #: fingerprint (pages that differ only in what the fingerprint leaves out,
