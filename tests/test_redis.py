@@ -179,6 +179,26 @@ def test_bulk_load_then_query(redis_client):
     assert len(index) == 3000
 
 
+def test_a_process_far_behind_reads_the_log_before_inserting(redis_client):
+    """Another process stored more than TAIL_CAP pages since this one read the log: the
+    script refuses to read such a tail, the process reads the log itself (1 MiB a
+    GETRANGE), then inserts; a query reads it the same way."""
+    from scrapy_simhash.backends.redis_index import TAIL_CAP
+
+    layout = TableLayout.parse("16,16,16,16", 3)
+    behind = make_index(redis_client, layout, expected_size=4096)
+    querier = make_index(redis_client, layout, expected_size=4096)
+    loader = make_index(redis_client, layout, expected_size=4096)
+    fps = np.random.default_rng(8).integers(0, 2**64, size=3 * TAIL_CAP, dtype=np.uint64)
+    loader.add_many(fps)
+    assert behind.synced == querier.synced == 0
+    fp = int(fps[100]) ^ 0b101
+    matches, _, key = behind.query_and_add(fp ^ (1 << 63) ^ (1 << 40) ^ (1 << 20) ^ 1, "u")
+    assert matches == [] and key == 3 * TAIL_CAP + 1 and behind.synced == key
+    assert [m.key for m in querier.query(fp)] == [101]
+    assert querier.synced == key
+
+
 def test_redis_memory_stays_compact(redis_client):
     """The log keeps 8 bytes a page, whatever the number of tables."""
     layout = TableLayout.parse("16,16,16,16", 3)
