@@ -6,26 +6,28 @@ default settings (k = 6, the layout planned for ``SIMHASH_EXPECTED_PAGES``
 = 1,000,000, a 64-byte sketch per page):
 
 - **memory per page** in Redis (``INFO memory`` ``used_memory`` before and after a
-  bulk load of ``--size`` pages): the tables and the sketches in this version's
-  layout (every table's buckets in one hash; sketches packed 255 to a string) and
-  in the previous one (a hash per table; a hash field per sketch), the URLs in the
-  ``full`` and the compact ``hash`` format; the log design's log and sketches (and
-  the tables each of its processes holds); and a
-  scrapy-redis dupefilter's set of 40-hex SHA1 request fingerprints;
+  bulk load of ``--size`` pages): this version's log of fingerprints and sketches
+  (format 4; and the tables each crawler process holds, not in Redis), the
+  previous version's tables and sketches (format 3: every table's buckets in one
+  hash, sketches packed 255 to a string; the sharded placement keeps it) and the
+  one before (format 2: a hash per table, a hash field per sketch), the URLs in
+  the ``full`` and the compact ``hash`` format; and a scrapy-redis dupefilter's
+  set of 40-hex SHA1 request fingerprints;
 - **pages a second** summed over 1, 4 and 8 crawler processes against the one
   node, each process checking ``--ops`` new pages (random fingerprints and
   sketches) against an index of ``--rate-size`` pages, with **Redis's CPU per
   page** two ways (``INFO commandstats``: time inside commands; ``INFO cpu``:
   the server process's CPU, parsing and sockets included) and the client's CPU
   per page. Rows: scrapy-redis's ``SADD`` of a SHA1 request fingerprint, this
-  version (client-side probe and confirmation, conditional insert script), and
-  the previous version's script (``bench/legacy_redis_query_and_add.lua``: one
-  script probing and confirming inside Redis), and the design measured for the next
-  step (:mod:`bench.redis_log`: a log of fingerprints in Redis, the tables in each
-  process), interleaved in each repeat;
+  version (:class:`~scrapy_simhash.backends.redis_index.RedisSimhashIndex`: the
+  probe in the process's tables, the log's insert script), the previous version
+  (:class:`~scrapy_simhash.backends.redis_buckets.BucketRedisSimhashIndex`:
+  buckets read by the client, a conditional insert script) and the one before
+  (``bench/legacy_redis_query_and_add.lua``: one script probing and confirming
+  inside Redis), interleaved in each repeat;
 - **the slowest command** (``SLOWLOG``, every command logged but the bench's own
   ``SLOWLOG`` calls) while 3,000 distinct pages that share one fingerprint are checked
-  and stored, in this version and in the log design.
+  and stored, in this version and in the previous one.
 
 Wall-clock rates and durations are medians over repeats on a shared 2-core machine
 where the server competes with the clients and with other jobs: read them as ratios
@@ -48,11 +50,10 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisServer
+from scrapy_simhash.backends.redis_buckets import BucketRedisSimhashIndex
 from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
 from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS
 from scrapy_simhash.index import TableLayout
-
-from bench.redis_log import RedisLogIndex
 
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
 K = 6
@@ -80,7 +81,7 @@ def used_memory(client) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-# -- the previous version (format 2): a hash per table, one script per page ----------
+# -- format 2: a hash per table, one script per page ---------------------------------
 
 
 class LegacyIndex:
@@ -89,7 +90,7 @@ class LegacyIndex:
 
     def __init__(self, client, prefix: str, layout: TableLayout, expected: int) -> None:
         self.client = client
-        self.index = RedisSimhashIndex(client, prefix, layout, expected_size=expected)
+        self.index = BucketRedisSimhashIndex(client, prefix, layout, expected_size=expected)
         self.prefix = prefix
         self.table_keys = [f"{prefix}:t{i}" for i in range(len(layout.tables))]
         self.keys = [f"{prefix}:meta", f"{prefix}:urls", f"{prefix}:sketches", *self.table_keys]
@@ -129,12 +130,21 @@ class LegacyIndex:
             if args:
                 append(keys=[self.table_keys[t]], args=args)
         if sketches is not None:
-            self.index._hset_by_key(self.keys[2], keys, sketches, 20000)
+            _hset_by_key(self.client, self.keys[2], keys, sketches)
 
     def query_and_add(self, fp: int, url: str, sketch: bytes) -> int:
         args = [int(fp).to_bytes(8, "big"), K, "if_new", url, "legacy", 0, sketch, CONFIRM,
                 *self.fields(fp)]  # fmt: skip
         return int(self.script(keys=self.keys, args=args)[1])
+
+
+def _hset_by_key(client, name: str, keys: np.ndarray, values: list, batch: int = 20000) -> None:
+    """``values[i]`` under field ``keys[i]`` of hash ``name`` (format 2's sketches)."""
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, len(keys), batch):
+        pipe.hset(name, mapping=dict(zip(map(str, keys[start : start + batch].tolist()),
+                                         values[start : start + batch])))  # fmt: skip
+    pipe.execute()
 
 
 # -- memory ------------------------------------------------------------------------
@@ -153,42 +163,41 @@ def memory_per_page(client, size: int) -> dict[str, float]:
         return (used_memory(client) - before) / size
 
     client.flushall()
-    legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
-    legacy.open()
-    out["tables, previous layout (a hash per table)"] = delta(lambda: legacy.add_many(fps))
-    client.flushall()
     index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
     index.open()
     keys: list[np.ndarray] = []
-    out["tables, this layout (one hash)"] = delta(lambda: keys.append(index.add_many(fps)))
     sketches = random_sketches(size, 1)
-    out["sketches, this layout (blocks of 255)"] = delta(
-        lambda: index._add_sketches(int(keys[0][0]), sketches)
+    out["log and sketches, this version"] = delta(
+        lambda: keys.append(index.add_many(fps, sketches=sketches))
     )
-    out["sketches, previous layout (a hash field each)"] = delta(
-        lambda: index._hset_by_key("old:simhash:sketches", keys[0], sketches, 20000)
-    )
-    client.delete("old:simhash:sketches")
-    del sketches
+    # the tables, and the 8-byte fingerprint a key that names a match's fingerprint
+    out["each process's tables, this version (not in Redis)"] = (
+        index.local.memory_usage()["bytes_per_fingerprint"] + 8)
     urls = [URL.format(i) for i in range(size)]
-    out['URLs, SIMHASH_REDIS_URLS = "full"'] = delta(
-        lambda: index._hset_by_key(index.urls_key, keys[0], urls, 20000)
-    )
+    out['URLs, SIMHASH_REDIS_URLS = "full"'] = delta(lambda: index._add_urls(keys[0], urls, 20000))
     client.delete(index.urls_key)
     out['URLs, SIMHASH_REDIS_URLS = "hash"'] = delta(
         lambda: index._add_url_hashes(int(keys[0][0]), urls)
     )
+    urls = []  # freed: the memory figures of a big run
     client.flushall()
-    log = RedisLogIndex(client, "bench:log", K, EXPECTED)
-    log.open()
-    sketches = random_sketches(size, 1)
-    out["log prototype: log and sketches"] = delta(lambda: log.add_many(fps, sketches))
-    del sketches
-    mirror = RedisLogIndex(client, "bench:log", K, EXPECTED)
-    mirror.open()
-    out["log prototype: each process's tables (not in Redis)"] = (
-        mirror.local.memory_usage()["bytes_per_fingerprint"])
-    del mirror
+    buckets = BucketRedisSimhashIndex(client, "old:simhash", layout, expected_size=EXPECTED)
+    buckets.open()
+    keys.clear()
+    out["tables, previous version (buckets in one hash)"] = delta(
+        lambda: keys.append(buckets.add_many(fps))
+    )
+    out["sketches, previous version (blocks of 255)"] = delta(
+        lambda: buckets._add_sketches(int(keys[0][0]), sketches)
+    )
+    client.flushall()
+    legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
+    legacy.open()
+    out["tables, format 2 (a hash per table)"] = delta(lambda: legacy.add_many(fps))
+    out["sketches, format 2 (a hash field each)"] = delta(
+        lambda: _hset_by_key(client, "old:simhash:sketches", keys[0], sketches)
+    )
+    sketches = []
     client.flushall()
 
     def sadd() -> None:
@@ -223,12 +232,8 @@ def preload(url: str, row: str, size: int, *, flush: bool = True) -> None:
         legacy = LegacyIndex(client, "old:simhash", layout, EXPECTED)
         legacy.open()
         legacy.add_many(fps, random_sketches(size, 8))
-    elif row == "log":
-        log = RedisLogIndex(client, "bench:log", K, EXPECTED)
-        log.open()
-        log.add_many(fps, random_sketches(size, 8))
     else:
-        index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
+        index = _index(client, row)
         index.open()
         index.add_many(fps, sketches=random_sketches(size, 8))
     client.close()
@@ -249,19 +254,20 @@ def checker(client, row: str, ops: int, seed: int):
 
         def check(i: int) -> None:
             legacy.query_and_add(fps[i], urls[i], sketches[i])
-    elif row == "log":
-        log = RedisLogIndex(client, "bench:log", K, EXPECTED)
-        log.open()  # reads the preloaded log into this process's tables (not timed)
-
-        def check(i: int) -> None:
-            log.query_and_add(fps[i], urls[i], sketch=sketches[i])
     else:
-        index = RedisSimhashIndex(client, "bench:simhash", layout, expected_size=EXPECTED)
-        index.open()
+        index = _index(client, row)
+        index.open()  # this version: reads the preloaded log into its tables (not timed)
 
         def check(i: int) -> None:
             index.query_and_add(fps[i], urls[i], sketch=sketches[i])
     return check
+
+
+def _index(client, row: str) -> RedisSimhashIndex | BucketRedisSimhashIndex:
+    """The index of ``row``: this version's ("index") or the previous one's ("buckets")."""
+    kind = BucketRedisSimhashIndex if row == "buckets" else RedisSimhashIndex
+    prefix = "old:simhash" if row == "buckets" else "bench:simhash"
+    return kind(client, prefix, TableLayout.plan(K, EXPECTED), expected_size=EXPECTED)
 
 
 def _worker(url: str, row: str, ops: int, seed: int, start, out) -> None:
@@ -321,11 +327,7 @@ def shared_fingerprint(client, pages: int, row: str = "index") -> dict[str, floa
     """SLOWLOG over ``pages`` distinct pages (sketches that never confirm) sharing one
     fingerprint, checked and stored one after the other."""
     client.flushall()
-    if row == "log":
-        index = RedisLogIndex(client, "bench:log", K, EXPECTED)
-    else:
-        index = RedisSimhashIndex(client, "bench:simhash", TableLayout.plan(K, EXPECTED),
-                                  expected_size=EXPECTED)  # fmt: skip
+    index = _index(client, row)
     index.open()
     fp = int(random_fingerprints(1, 3)[0])
     sketches = random_sketches(pages, 4)
@@ -391,9 +393,9 @@ def main() -> None:
             print()
 
             rows = [("sadd", "scrapy-redis dupefilter (SADD of a SHA1)"),
-                    ("index", "simhash index, this version"),
-                    ("legacy", "simhash index, previous script"),
-                    ("log", "log prototype (bench/redis_log.py)")]  # fmt: skip
+                    ("index", "simhash index, this version (log)"),
+                    ("buckets", "previous version (buckets in Redis)"),
+                    ("legacy", "format 2 (one script probing)")]  # fmt: skip
             print(f"New pages checked a second, summed over the processes (median of "
                   f"{args.repeats} x {args.ops:,} pages a process, rows interleaved; "
                   f"{args.rate_size:,} pages preloaded)")
@@ -418,7 +420,7 @@ def main() -> None:
                   + ", ".join(f"{statistics.median(f[key] for f in figures[('index', 4)]):.1f}"
                               for key in ("inside", "server")) + " us)")
             print()
-            for row, label in (("index", "this version"), ("log", "log prototype")):
+            for row, label in (("index", "this version"), ("buckets", "previous version")):
                 slow = shared_fingerprint(client, args.shared, row)
                 print(f"{args.shared:,} distinct pages sharing one fingerprint, checked and "
                       f"stored, {label}: {slow['stored']:,} stored; SLOWLOG over "

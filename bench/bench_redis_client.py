@@ -6,8 +6,9 @@ pack commands. This measures what that buys, in one run: a private ``redis-serve
 28 tables), then, alternating in each repeat, a fresh process checks ``--ops`` new
 pages (random fingerprints and sketches) with hiredis hidden from it (redis-py falls
 back to its Python parser and packer) and one with hiredis; the figure is the process's
-CPU time per page, median over repeats, for this version's index and for the log design
-(:mod:`bench.redis_log`). Run: ``python -m bench.bench_redis_client``.
+CPU time per page, median over repeats, for this version's index (the log, the tables in
+the process) and the previous one (the buckets in Redis). Run:
+``python -m bench.bench_redis_client``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROWS = ("index", "log")
+ROWS = ("index", "buckets")
 PARSERS = ("python", "hiredis")
 
 
@@ -69,7 +70,7 @@ def main() -> None:
         server.start()
         try:
             preload(server.url, "index", args.size)
-            preload(server.url, "log", args.size, flush=False)
+            preload(server.url, "buckets", args.size, flush=False)
             cpu: dict[tuple[str, str], list[float]] = {}
             for r in range(args.repeats):
                 for row in ROWS:
@@ -86,7 +87,8 @@ def main() -> None:
     print(f"client CPU a new page, {args.size:,} pages preloaded, {args.ops:,} new pages a "
           f"process, median of {args.repeats} (alternating)")
     print(f"  {'':<38} {'Python parser':>14} {'hiredis':>10} {'ratio':>7}")
-    labels = {"index": "simhash index, this version", "log": "log prototype (bench/redis_log.py)"}
+    labels = {"index": "simhash index, this version (log)",
+              "buckets": "previous version (buckets in Redis)"}
     for row in ROWS:
         python, hiredis = (statistics.median(cpu[(row, w)]) for w in PARSERS)
         print(f"  {labels[row]:<38} {python:>11.0f} us {hiredis:>7.0f} us {hiredis / python:>7.2f}")

@@ -53,7 +53,7 @@ def test_default_key_template_puts_a_crawl_in_one_slot(redis_cluster):
         backend = cluster_backend(redis_cluster.url)
         backend.open(name)
         index = backend.index
-        keys = [index.meta_key, index.urls_key, index.sketch_block(7), index.buckets_key]
+        keys = [index.meta_key, index.urls_key, index.sketch_block(7), index.log_block(3)]
         assert {backend.client.keyslot(key) for key in keys} == {backend.client.keyslot(name)}
         masters.add(backend.client.get_node_from_key(index.meta_key).port)
         backend.close()

@@ -19,8 +19,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from scrapy_simhash.backends import BackendError
 from scrapy_simhash.backends.redis import RedisBackend, import_redis
-from scrapy_simhash.backends.redis_index import SKETCH_BLOCK
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, confirms_many
+from scrapy_simhash.backends.redis_index import read_index_pages
+from scrapy_simhash.fingerprinting.signature import confirms_many
 from tests.fixtures_http import article_html, crawl
 from tests.fixtures_redis import fill_up, make_room
 
@@ -289,29 +289,6 @@ def test_unreachable_redis_at_start_exits_non_zero(tmp_path):
 # -- two `scrapy crawl` processes of the example project --------------------------
 
 
-def _table_entries(client, prefix: str = "demo:simhash") -> tuple[np.ndarray, np.ndarray]:
-    """Every fingerprint stored in the first table (each is stored once per table),
-    and its key: the buckets whose field starts with table number 0."""
-    buckets = client.hgetall(f"{prefix}:buckets")
-    blob = b"".join(value for field, value in buckets.items() if field[:1] == b"\x00")
-    entries = np.frombuffer(blob, dtype=np.dtype([("fp", ">u8"), ("key", ">u4")]))
-    return entries["fp"].astype(np.uint64), entries["key"].astype(np.int64)
-
-
-def _stored_sketches(client, keys: np.ndarray, prefix: str = "demo:simhash") -> np.ndarray:
-    """The sketch stored for each key: key ``k`` is slot ``k % SKETCH_BLOCK`` of the
-    string ``<prefix>:sketches:<k // SKETCH_BLOCK>``."""
-    blocks: dict[int, bytes] = {}
-    rows = []
-    for key in keys.tolist():
-        block, slot = divmod(key, SKETCH_BLOCK)
-        if block not in blocks:
-            blocks[block] = client.get(f"{prefix}:sketches:{block}") or b""
-        rows.append(blocks[block][slot * SKETCH_BINS : (slot + 1) * SKETCH_BINS])
-    assert all(len(row) == SKETCH_BINS for row in rows)
-    return np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(-1, SKETCH_BINS)
-
-
 def _scrapy_crawl(start_url: str, redis_url: str, tmp: Path, name: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
     args = [
@@ -392,13 +369,14 @@ def test_two_scrapy_processes_share_one_index(redis_url, redis_client, tmp_path,
     # (A page the demo serves again with another sidebar is a near copy that the v7
     # decision keeps while a process has not learned the site's template: the kept
     # pages may be close in fingerprint, never a confirmed pair.)
-    fps, keys = _table_entries(redis_client)
+    pages = read_index_pages(redis_client, "demo:simhash")  # the log, as the CLI reads it
+    fps, sketches = pages.fingerprints, pages.sketches
+    keys = np.arange(1, len(fps) + 1)
     assert len(fps) == len(kept)
     k = int(redis_client.hget("demo:simhash:meta", "k"))
     distances = np.bitwise_count(fps[:, None] ^ fps[None, :])
     np.fill_diagonal(distances, 64)
     first, second = np.nonzero(np.triu(distances <= k))
-    sketches = _stored_sketches(redis_client, keys)
     assert sketches.any(axis=1).all()  # every page stored with its sketch
     confirmed = confirms_many(sketches[first], sketches[second])
     assert not confirmed.any(), [

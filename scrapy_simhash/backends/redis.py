@@ -27,8 +27,8 @@ from collections import Counter, deque
 from typing import Any
 
 from scrapy_simhash.backends import BackendConfig, BackendError, Duplicate
+from scrapy_simhash.backends.redis_buckets import BUCKET_CAP
 from scrapy_simhash.backends.redis_index import (
-    BUCKET_CAP,
     CANDIDATE_CAP,
     ENTRY_SIZE,
     FORMAT_VERSION,
@@ -39,6 +39,7 @@ from scrapy_simhash.backends.redis_index import (
     IndexMismatchError,
     IndexMissingError,
     IndexPermissionError,
+    RedisIndexBase,
     RedisSimhashIndex,
     StoredPages,
     clear_index,
@@ -114,7 +115,7 @@ class RedisBackend:
         self.where = where
         self.url_format = url_format
         self.queue_size = queue_size
-        self.index: RedisSimhashIndex | None = None
+        self.index: RedisIndexBase | None = None
         self.counts: Counter[str] = Counter()
         self._size = 0
         self._pending: deque[tuple[int, str, str, bytes]] = deque()
@@ -184,7 +185,7 @@ class RedisBackend:
                 self.layout, self.k, self.expected_size
             )
             options: dict[str, Any] = {}
-            kind: type[RedisSimhashIndex] = RedisSimhashIndex
+            kind: type[RedisIndexBase] = RedisSimhashIndex
             if self.sharded:
                 kind = ShardedRedisSimhashIndex
                 options["lock_wait"] = self.timeout
@@ -221,18 +222,19 @@ class RedisBackend:
         self.index = index
         logger.info(
             "Joined the shared simhash index %(prefix)s at %(where)s: %(size)d pages, "
-            "%(tables)d tables, %(bits)d bucket bits",
+            "%(tables)d tables (%(placement)s)",
             {
                 "prefix": prefix,
                 "where": self.where,
                 "size": self._size,
                 "tables": len(index.layout.tables),
-                "bits": index.bucket_bits,
+                "placement": "in this process" if index.PLACEMENT == "one_slot"
+                else "in Redis, one hash slot each",
             },
         )
         return self._size
 
-    def _check_one_slot(self, index: RedisSimhashIndex) -> None:
+    def _check_one_slot(self, index: RedisIndexBase) -> None:
         """In a Redis Cluster, the script's keys must share a hash slot."""
         keyslot = getattr(self.client, "keyslot", None)
         if keyslot is None:
@@ -315,7 +317,7 @@ class RedisBackend:
             return kwargs.get("username") or "default"
 
     def _probe(
-        self, index: RedisSimhashIndex, fp: int, url: str, add: str, sketch: bytes
+        self, index: RedisIndexBase, fp: int, url: str, add: str, sketch: bytes
     ) -> tuple[list[Match], str | None, int]:
         try:
             try:
@@ -331,7 +333,7 @@ class RedisBackend:
                 self._enqueue(fp, url, add, sketch)
             return exc.matches, exc.nearest_url, 0
 
-    def _index_lost(self, index: RedisSimhashIndex, exc: IndexMissingError) -> None:
+    def _index_lost(self, index: RedisIndexBase, exc: IndexMissingError) -> None:
         """The index vanished under the crawl: count it, say it, join (or create)
         it again; what was stored before is gone for every crawl sharing it, and
         the queued pages are indexed into the new one."""
@@ -403,7 +405,7 @@ class RedisBackend:
         self._pending.append((int(fp), url, add, sketch))
         self.counts["queued_count"] += 1
 
-    def _flush(self, index: RedisSimhashIndex, limit: int | None) -> None:
+    def _flush(self, index: RedisIndexBase, limit: int | None) -> None:
         """Probe and insert up to ``limit`` queued pages (all with None), oldest
         first, one pipelined round trip a batch; those Redis refused stay queued."""
         while self._pending and time.monotonic() >= self._flush_after:
@@ -419,7 +421,7 @@ class RedisBackend:
                 return
 
     def _reindexed(
-        self, index: RedisSimhashIndex, entry: tuple[int, str, str, bytes], result: Any
+        self, index: RedisIndexBase, entry: tuple[int, str, str, bytes], result: Any
     ) -> bool:
         """Count one queued page's answer; False when it must stay queued."""
         if isinstance(result, IndexMissingError):

@@ -29,12 +29,8 @@ import os
 import time
 from typing import Any
 
-from scrapy_simhash.backends.redis_index import (
-    BUCKET_CAP,
-    ENTRY_SIZE,
-    IndexFullError,
-    RedisSimhashIndex,
-)
+from scrapy_simhash.backends.redis_buckets import BUCKET_CAP, BucketRedisSimhashIndex
+from scrapy_simhash.backends.redis_index import ENTRY_SIZE, IndexFullError
 from scrapy_simhash.index import Match
 
 __all__ = ["LockTimeout", "ShardedRedisSimhashIndex"]
@@ -67,8 +63,9 @@ class LockTimeout(TimeoutError):
     """Another writer held the crawl's lock for longer than the wait allowed."""
 
 
-class ShardedRedisSimhashIndex(RedisSimhashIndex):
-    """:class:`RedisSimhashIndex` with a hash slot per table and a lease lock."""
+class ShardedRedisSimhashIndex(BucketRedisSimhashIndex):
+    """:class:`~scrapy_simhash.backends.redis_buckets.BucketRedisSimhashIndex`
+    with a hash slot per table and a lease lock."""
 
     PLACEMENT = "sharded"
 
@@ -106,7 +103,7 @@ class ShardedRedisSimhashIndex(RedisSimhashIndex):
     def query_and_add(
         self, fp: int, url: str = "", *, add: str = "if_new", sketch: bytes = b""
     ) -> tuple[list[Match], str | None, int]:
-        """As :meth:`RedisSimhashIndex.query_and_add`, under the crawl's lock
+        """As :meth:`BucketRedisSimhashIndex.query_and_add`, under the crawl's lock
         (the insert script then only hands out the key and stores the URL and
         the sketch; the entries are appended table by table)."""
         fp = self._checked(fp, add, sketch)
