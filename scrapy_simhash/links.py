@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Literal
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
@@ -58,8 +59,11 @@ def page_links(root: etree._Element) -> list[str]:
 
 
 #: What the string path of :func:`_links` leaves to ``urljoin``: a dot segment, a
-#: scheme (a colon in the first segment), a backslash, a control character.
-_ODD = re.compile(r"(?:^|/)\.\.?(?:/|$)|^[^/]*:|[\\\x00-\x20\x7f]")
+#: backslash, a control character or space (``urljoin`` removes or keeps them by rules
+#: of its own).
+_ODD = re.compile(r"(?:^|/)\.\.?(?:/|$)|[\\\x00-\x20\x7f]")
+#: A host part the string path leaves to ``urlsplit``: empty, user info, IPv6, odd.
+_ODD_HOST = re.compile(r"^$|[@\[\]\\\x00-\x20\x7f?#]")
 
 
 @lru_cache(maxsize=4096)
@@ -95,14 +99,38 @@ def _links(url: str, hrefs: list[str]) -> Iterator[tuple[str, str]]:
         if not path:  # a query of this page
             yield host, own
             continue
-        if _ODD.search(path) or path.startswith("//"):
-            link = _resolve(url, href)  # dot segments, a scheme, controls: urljoin's rules
+        if path[0] != "/" and ":" in path.split("/", 1)[0]:  # a scheme
+            link = _absolute(path)
+            if link is False:  # not a plain HTTP(S) URL
+                link = _resolve(url, href)
+        elif _ODD.search(path) or path.startswith("//"):
+            link = _resolve(url, href)  # dot segments, controls: urljoin's rules
         elif path[0] == "/":
             link = host, origin + path
+        elif "//" in path:  # urljoin drops a relative path's empty segments
+            link = _resolve(url, href)
         else:
             link = host, folder + path
         if link is not None:
             yield link
+
+
+def _absolute(path: str) -> tuple[str, str] | Literal[False]:
+    """A whole HTTP(S) URL (without query and fragment) split by string
+    operations, or False when it needs ``urljoin``'s rules."""
+    head = path[:8].lower()
+    if head.startswith("http://"):
+        scheme, rest = "http", path[7:]
+    elif head == "https://":
+        scheme, rest = "https", path[8:]
+    else:
+        return False
+    cut = rest.find("/")
+    netloc, rest = (rest, "/") if cut < 0 else (rest[:cut], rest[cut:])
+    if _ODD_HOST.search(netloc) or _ODD.search(rest):
+        return False
+    netloc = netloc.lower()
+    return netloc, f"{scheme}://{netloc}{rest}"
 
 
 def _key(url: str) -> int:

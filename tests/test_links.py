@@ -151,10 +151,12 @@ def test_what_is_covered_is_exactly_what_a_delivered_page_links_to(
 
 _href = st.text(st.sampled_from("ab./:?#\\%é \t-_Hh"), max_size=12) | st.sampled_from(
     ["http://Other:8080/x/../y", "HTTPS://h/a", "//cdn.example/a", "mailto:a@b", "./a", "../",
-     "a/./b", "a/../../b", "..", ".", "/..", "?q", "javascript:x", "a:b", "a/b:c"])
+     "a/./b", "a/../../b", "..", ".", "/..", "?q", "javascript:x", "a:b", "a/b:c",
+     "http://h", "HTTP://Ex.ORG/A?b#c", "https://[::1]/x", "http://u@h/x", "http://h/a/./b",
+     "https://h:443/p q", "http:/x", "http:x", "https:///x", "http://h\\x/y", "tel:+1"])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(url=st.sampled_from(["https://h/", "https://H:81/a/b.html?x#y", "http://h/a/", "http://h"]),
        hrefs=st.lists(_href, max_size=8))
 def test_links_resolve_as_urljoin_does(url, hrefs):
