@@ -58,10 +58,13 @@ def page_links(root: etree._Element) -> list[str]:
     return hrefs
 
 
-#: What the string path of :func:`_links` leaves to ``urljoin``: a dot segment, a
-#: backslash, a control character or space (``urljoin`` removes or keeps them by rules
-#: of its own).
-_ODD = re.compile(r"(?:^|/)\.\.?(?:/|$)|[\\\x00-\x20\x7f]")
+#: What a whole HTTP(S) URL's path leaves to ``urljoin`` (kept as it is there): a dot
+#: segment, parameters, a backslash, a control character or space.
+_ODD = re.compile(r"(?:^|/)\.\.?(?:/|$)|[;\\\x00-\x20\x7f]")
+#: What the string path resolves by :func:`_join`: a dot segment, an empty one.
+_DOTS = re.compile(r"(?:^|/)\.\.?(?:/|$)|//")
+#: What it leaves to ``urljoin``: parameters, a backslash, a control character, a space.
+_UNSAFE = re.compile(r"[;\\\x00-\x20\x7f]")
 #: A host part the string path leaves to ``urlsplit``: empty, user info, IPv6, odd.
 _ODD_HOST = re.compile(r"^$|[@\[\]\\\x00-\x20\x7f?#]")
 
@@ -90,6 +93,8 @@ def _links(url: str, hrefs: list[str]) -> Iterator[tuple[str, str]]:
         return
     host, own = page
     origin = own[: own.index("/", own.index("//") + 2)]
+    own_path = own[len(origin):]
+    odd_base = "//" in own_path  # urljoin drops its empty segments too
     folder = own[: own.rfind("/") + 1]
     for href in hrefs:
         href = href.strip()
@@ -103,16 +108,40 @@ def _links(url: str, hrefs: list[str]) -> Iterator[tuple[str, str]]:
             link = _absolute(path)
             if link is False:  # not a plain HTTP(S) URL
                 link = _resolve(url, href)
-        elif _ODD.search(path) or path.startswith("//"):
-            link = _resolve(url, href)  # dot segments, controls: urljoin's rules
+        elif path.startswith("//") or _UNSAFE.search(path):
+            link = _resolve(url, href)  # another host, or urljoin's rules for odd paths
+        elif _DOTS.search(path) or (odd_base and path[0] != "/"):
+            link = host, origin + _join(own_path, path)
         elif path[0] == "/":
             link = host, origin + path
-        elif "//" in path:  # urljoin drops a relative path's empty segments
-            link = _resolve(url, href)
         else:
             link = host, folder + path
         if link is not None:
             yield link
+
+
+def _join(base: str, path: str) -> str:
+    """The path ``path`` on a page at the path ``base``, dot segments removed, as
+    :func:`urllib.parse.urljoin` merges them."""
+    if path[0] == "/":
+        segments = path.split("/")
+    else:
+        segments = base.split("/")
+        if segments[-1]:
+            del segments[-1]
+        segments += path.split("/")
+        segments[1:-1] = filter(None, segments[1:-1])
+    resolved: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    if segments[-1] in (".", ".."):
+        resolved.append("")
+    joined = "/".join(resolved)
+    return joined if joined.startswith("/") else "/" + joined  # as urlunparse writes it
 
 
 def _absolute(path: str) -> tuple[str, str] | Literal[False]:

@@ -149,7 +149,7 @@ def test_what_is_covered_is_exactly_what_a_delivered_page_links_to(
     assert links.uncovered(own, ["/" + h for h in copy_links], kept_url) == expected
 
 
-_href = st.text(st.sampled_from("ab./:?#\\%é \t-_Hh"), max_size=12) | st.sampled_from(
+_href = st.text(st.sampled_from("ab./:?#\\%é \t-_Hh;"), max_size=12) | st.sampled_from(
     ["http://Other:8080/x/../y", "HTTPS://h/a", "//cdn.example/a", "mailto:a@b", "./a", "../",
      "a/./b", "a/../../b", "..", ".", "/..", "?q", "javascript:x", "a:b", "a/b:c",
      "http://h", "HTTP://Ex.ORG/A?b#c", "https://[::1]/x", "http://u@h/x", "http://h/a/./b",
@@ -157,7 +157,8 @@ _href = st.text(st.sampled_from("ab./:?#\\%é \t-_Hh"), max_size=12) | st.sample
 
 
 @settings(max_examples=1500, deadline=None)
-@given(url=st.sampled_from(["https://h/", "https://H:81/a/b.html?x#y", "http://h/a/", "http://h"]),
+@given(url=st.sampled_from(["https://h/", "https://H:81/a/b.html?x#y", "http://h/a/", "http://h",
+                            "http://h/a/b;s=1", "https://h/a//b/c.html"]),
        hrefs=st.lists(_href, max_size=8))
 def test_links_resolve_as_urljoin_does(url, hrefs):
     """The string path of ``_links`` gives what ``urljoin`` gives."""
