@@ -375,13 +375,7 @@ class BucketRedisSimhashIndex(RedisIndexBase):
         For loading a known set (an earlier crawl, a benchmark). Not atomic
         against concurrent probes: load before the crawl starts. Returns the keys.
         """
-        if not self.epoch:
-            raise RuntimeError("call open() before add_many()")
-        fps = np.ascontiguousarray(fps, dtype=np.uint64)
-        if urls is not None and len(urls) != len(fps):
-            raise ValueError(f"{len(fps)} fingerprints but {len(urls)} URLs")
-        if sketches is not None and len(sketches) != len(fps):
-            raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
+        fps = self._bulk(fps, urls, sketches)
         n = len(fps)
         if n == 0:
             return np.empty(0, dtype=np.uint64)

@@ -580,6 +580,17 @@ class RedisIndexBase:
         """Every stored fingerprint within k bits, sorted by (distance, key)."""
         return self.query_and_add(fp, add="never")[0]
 
+    def _bulk(self, fps: np.ndarray, urls: list[str] | None,
+              sketches: list[bytes] | None) -> np.ndarray:
+        """``add_many``'s fingerprints as ``uint64``, once its arguments agree."""
+        if not self.epoch:
+            raise RuntimeError("call open() before add_many()")
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)
+        for name, values in (("URLs", urls), ("sketches", sketches)):
+            if values is not None and len(values) != len(fps):
+                raise ValueError(f"{len(fps)} fingerprints but {len(values)} {name}")
+        return fps
+
     def run_batch(self, entries: list[tuple[int, str, str, bytes]]) -> list[Any]:
         """Probe and insert many ``(fp, url, add, sketch)``, one after the other;
         per entry, what :meth:`query_and_add` returns or the exception it would
@@ -874,14 +885,8 @@ class RedisSimhashIndex(RedisIndexBase):
         For loading a known set (an earlier crawl, a benchmark). Not atomic
         against concurrent writers: load before the crawl starts. Returns the keys.
         """
-        if not self.epoch:
-            raise RuntimeError("call open() before add_many()")
-        fps = np.ascontiguousarray(fps, dtype=np.uint64)
+        fps = self._bulk(fps, urls, sketches)
         n = len(fps)
-        if urls is not None and len(urls) != n:
-            raise ValueError(f"{n} fingerprints but {len(urls)} URLs")
-        if sketches is not None and len(sketches) != n:
-            raise ValueError(f"{n} fingerprints but {len(sketches)} sketches")
         if n == 0:
             return np.empty(0, dtype=np.uint64)
         size = self.sync()
