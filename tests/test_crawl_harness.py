@@ -2,11 +2,14 @@
 real loopback servers, two real Scrapy crawls in fresh processes, and its accounting.
 
 The site is built so that its figures do not depend on how the drop decision decides, only
-on its dropping exact copies: ``d.html`` and ``e.html`` show the same text, but the judge's
-content container (``div.own``) holds their first half on one and their second half on the
-other. Whichever of the two comes second is dropped as a copy of the first: a WRONG drop by
-the container (Jaccard about 0), a LOST page, and the page only it links to is never requested
-(the cascade). ``c.html`` is a byte copy of ``a.html``: dropped, and not lost.
+on its dropping exact copies: ``x/t.html`` and ``y/t.html`` show the same text, but the
+judge's content container (``div.own``) holds their first half on one and their second half
+on the other. The second is dropped as a copy of the first: a WRONG drop by the container
+(Jaccard about 0), a LOST page; and since the two have the same file name in two folders,
+the middleware reads the second as a mirror of the first (its link ``n.html`` read as the
+first's ``x/n.html``, which the crawl has), so ``y/n.html``, which only it links to, is
+never requested (the cascade through the address mapping, ``docs/caveats.rst``).
+``c.html`` is a byte copy of ``a.html``: dropped, and not lost.
 """
 
 from __future__ import annotations
@@ -64,14 +67,15 @@ def twin(own_first: bool, next_page: str) -> str:
 def write_site(root: Path) -> dict[str, str]:
     pages = {
         "index.html": page("Index", "<h1>Index</h1>", tuple(
-            (f"{name}.html", f"Page {name}") for name in "abcde"
+            (name, f"Page {name}") for name in ("a.html", "b.html", "c.html", "x/t.html",
+                                                 "y/t.html")
         ) + (("sub/", "More"), ("a.html?x=1#top", "Again"), ("javascript:void(0)", "Menu"))),
         "a.html": article(1),
         "b.html": article(2),
-        "d.html": twin(True, "f.html"),
-        "e.html": twin(False, "g.html"),
-        "f.html": article(6),
-        "g.html": article(7),
+        "x/t.html": twin(True, "n.html"),
+        "y/t.html": twin(False, "n.html"),
+        "x/n.html": article(6),
+        "y/n.html": article(7),
         "sub/index.html": article(8, ("../b.html", "../index.html")),
         "unlinked.html": article(9),
     }
@@ -100,9 +104,10 @@ def test_links_and_pages(site: Path) -> None:
     assert H.locate("http://h:2/sub/", bases) == ("mirror", "sub/index.html")
     assert H.locate("http://h:3/a.html", bases) is None
     order = H.bfs_pages(site, "index.html")
-    assert order[:6] == ["index.html", "a.html", "b.html", "c.html", "d.html", "e.html"]
+    assert order[:6] == ["index.html", "a.html", "b.html", "c.html", "x/t.html", "y/t.html"]
     assert sorted(order) == sorted(
-        ["index.html", "sub/index.html"] + [f"{n}.html" for n in "abcdefg"]
+        ["index.html", "sub/index.html", "x/t.html", "y/t.html", "x/n.html", "y/n.html"]
+        + [f"{n}.html" for n in "abc"]
     )  # unlinked.html is not reachable
     assert H.bfs_pages(site, "index.html", 3) == ["index.html", "a.html", "b.html"]
     with pytest.raises(H.HarnessError, match="no start page"):
@@ -118,7 +123,7 @@ def test_links_and_pages(site: Path) -> None:
 def test_judge_reads_the_content_container(site: Path) -> None:
     judge = H.Judge(site, XPATHS)
     assert judge("a.html", "c.html") == 1.0
-    assert judge("d.html", "e.html") < 0.05  # same text, the container around other halves
+    assert judge("x/t.html", "y/t.html") < 0.05  # same text, the container around other halves
     assert judge("a.html", "b.html") < 0.5
     (site / "empty.html").write_bytes(b"")
     (site / "empty2.html").write_bytes(b"   ")
@@ -151,7 +156,7 @@ def test_bad_arguments_get_one_clear_line(site: Path, capsys) -> None:
 
 def test_crawl_accounting_on_a_site_and_its_mirror(site: Path, tmp_path: Path) -> None:
     # One request at a time, breadth first: the order of the crawl is fixed. The start page
-    # links to the mirror copies of every page but g.html, so f.html (two links deep in
+    # links to the mirror copies of every page but y/n.html, so x/n.html (two links deep in
     # the original) is met first through the mirror.
     args = argparse.Namespace(pages=None, concurrency=1, order="fifo", settings=[],
                               mirror_links=8, timeout=300, show=10, keep=tmp_path / "work")
@@ -166,46 +171,46 @@ def test_crawl_accounting_on_a_site_and_its_mirror(site: Path, tmp_path: Path) -
     assert set(acc.off.parsed) == set(acc.off.served) and acc.both_off == 9
     assert acc.mirror_off == 9 and not acc.off.drops
 
-    # With it: e.html dropped as a copy of d.html (same text), and g.html, which only e.html
-    # links to (its mirror copy was dropped too), never requested.
-    assert acc.lost == {"e.html": "dropped", "g.html": "never requested"}
+    # With it: y/t.html dropped as a copy of x/t.html (same text), and y/n.html, which only
+    # y/t.html links to (its mirror copy was dropped too), never requested.
+    assert acc.lost == {"y/t.html": "dropped", "y/n.html": "never requested"}
     for copy in ("original", "mirror"):
-        assert (copy, "g.html") not in acc.on.served and (copy, "e.html") not in acc.on.parsed
+        assert (copy, "y/n.html") not in acc.on.served and (copy, "y/t.html") not in acc.on.parsed
     wrong = acc.wrong()
     assert {(v.event.copy, v.event.key, v.event.of_key) for v in wrong} == {
-        ("original", "e.html", "d.html"), ("mirror", "e.html", "d.html")}
+        ("original", "y/t.html", "x/t.html"), ("mirror", "y/t.html", "x/t.html")}
     assert all(v.jaccard < 0.05 for v in wrong)
     # c.html (a byte copy of a.html) is not delivered, and not lost: a.html's content was.
     assert "c.html" not in acc.on.delivered() and acc.undelivered["c.html"][0] == 1.0
     assert "c.html" not in acc.lost
     # Every other drop or skip is a copy of the same page or of near-identical content;
-    # f.html's original, met after its mirror copy, is dropped as a copy of it (or skipped
+    # x/n.html's original, met after its mirror copy, is dropped as a copy of it (or skipped
     # before download by the URL rule learned from the mirror's drops).
     judged = acc.drops + acc.skips
     assert all(v.kind in ("same page", "near-identical") for v in judged if v not in wrong)
     same = {(v.event.copy, v.event.key, v.event.of_copy) for v in judged
             if v.kind == "same page"}
-    assert ("original", "f.html", "mirror") in same and ("mirror", "a.html", "original") in same
-    assert ("mirror", "f.html") in acc.on.parsed and ("original", "f.html") not in acc.on.parsed
+    assert ("original", "x/n.html", "mirror") in same and ("mirror", "a.html", "original") in same
+    assert ("mirror", "x/n.html") in acc.on.parsed and ("original", "x/n.html") not in acc.on.parsed
     # The mirror's other copies never reach the spider (dropped or never requested); the
     # index (a list of links, too little text) may.
-    for key in pages - {"index.html", "f.html"}:
+    for key in pages - {"index.html", "x/n.html"}:
         assert ("mirror", key) not in acc.on.parsed
     assert sum(acc.mirror_missing.values()) >= 7
-    # f.html's mirror copy is delivered in place of its original: the copy kept, not missed.
+    # x/n.html's mirror copy is delivered in place of its original: the copy kept, not missed.
     instead = {key for copy, key in acc.on.parsed
                if copy == "mirror" and ("original", key) not in acc.on.parsed}
-    assert "f.html" in instead and acc.mirror_instead == len(instead)
+    assert "x/n.html" in instead and acc.mirror_instead == len(instead)
     # Fetches saved: the page copies never requested (each page is served at most once).
     saved = sum(acc.off.served.values()) - sum(acc.on.served.values())
     assert set(acc.on.served.values()) == {1} and saved == 18 - len(acc.on.served)
-    assert saved >= 2  # both copies of g.html
+    assert saved >= 2  # both copies of y/n.html
 
     text = "\n".join(lines)
     assert "  LOST: 2 pages (" in text and "1 dropped" in text and "1 never requested" in text
-    assert "dropped          e.html as a copy of d.html (J=0.0" in text
-    # The cascade named: g.html is linked only from e.html, both of whose copies were dropped.
-    parent = "      linked from e.html: original dropped, mirror dropped (as a copy of d.html"
+    assert "dropped          y/t.html as a copy of x/t.html (J=0.0" in text
+    # The cascade named: y/n.html is linked only from y/t.html, both of whose copies were dropped.
+    parent = "      linked from y/t.html: original dropped, mirror dropped (as a copy of x/t.html"
     assert parent in text
     assert f"fetches saved: {saved} (" in text
     assert f"of which {len(instead)} in place of their original" in text
@@ -214,10 +219,10 @@ def test_crawl_accounting_on_a_site_and_its_mirror(site: Path, tmp_path: Path) -
     assert "WRONG drops and skips" in text
 
     # --keep: the index of the crawl with the add-on, readable by the command line, holds
-    # the pages the crawl kept (d.html, whose copy e.html was dropped, among them).
+    # the pages the crawl kept (x/t.html, whose copy y/t.html was dropped, among them).
     from scrapy_simhash.cli.state import load_state
 
     state = load_state(str(tmp_path / "work" / "with.state"))
     kept = {H.page_key(urlsplit(url).path) for url in state.urls}
-    assert "d.html" in kept and "e.html" not in kept
+    assert "x/t.html" in kept and "y/t.html" not in kept
     assert len(state.sketches) == len(state.urls)
