@@ -9,8 +9,8 @@ middleware's own ``process_spider_exception``; a request errback, when there is
 one, receives it instead. A page is never dropped as a copy of its own URL
 (fetched again after a crash, say): it is kept and counted. Nor is a near copy
 that links to a page no page delivered so far links to
-(:class:`~scrapy_simhash.links.DeliveredLinks`, fed by ``process_spider_output``
-with the links of every page that reaches the spider): dropping it could cut that
+(:class:`~scrapy_simhash.links.DeliveredLinks`, fed by ``process_spider_input``
+with the links of every page it lets through): dropping it could cut that
 page off the crawl. It is delivered and counted (``simhash/kept_for_links_count``).
 
 The settings are validated and the index is opened when the middleware is
@@ -195,6 +195,7 @@ class SimhashMiddleware:
         #: The links of every page delivered to the spider: a near copy that
         #: carries another is delivered, not dropped (its drop would cut it off).
         self.links = DeliveredLinks()
+        self._depth_limit = crawler.settings.getint("DEPTH_LIMIT")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
@@ -347,6 +348,11 @@ class SimhashMiddleware:
     # -- spider middleware hooks --------------------------------------------
 
     def process_spider_input(self, response: Response, spider: Spider | None = None) -> None:
+        self._check(response)  # raises NearDuplicate to drop the response
+        self._record_links(response)  # it reaches the spider: its links are the crawl's
+
+    def _check(self, response: Response) -> None:
+        """Fingerprint ``response``, look it up, and drop, flag or log it."""
         if not isinstance(response, HtmlResponse):
             self.stats.inc_value("simhash/skipped_count/non_html")
             return
@@ -461,9 +467,13 @@ class SimhashMiddleware:
             self._seconds += time.thread_time() - start
 
     def _record_links(self, response: Response) -> None:
-        """Remember the links of a page that reaches the spider (its outlinks, unless
-        ``drop_outlinks`` flagged it)."""
-        if isinstance(response, HtmlResponse) and response not in self._flagged:
+        """Remember the links of a page that reaches the spider: those its callback
+        may follow (none when ``drop_outlinks`` flagged it, or when it is at
+        ``DEPTH_LIMIT``, where Scrapy's depth middleware drops its requests)."""
+        request = response.request
+        at_limit = bool(self._depth_limit) and request is not None and (
+            request.meta.get("depth", 0) >= self._depth_limit)
+        if isinstance(response, HtmlResponse) and response not in self._flagged and not at_limit:
             start = time.thread_time()
             self.links.record(response.url, _hrefs(response))
             self._seconds += time.thread_time() - start
@@ -471,7 +481,6 @@ class SimhashMiddleware:
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Spider | None = None
     ) -> AsyncIterator[Any]:
-        self._record_links(response)
         if response not in self._flagged:
             async for obj in result:
                 yield obj

@@ -41,8 +41,8 @@ def html(url: str, seed: int, *, chrome: str = "", **request_kwargs) -> HtmlResp
 
 def deliver(mw: SimhashMiddleware, response) -> None:
     """What Scrapy's chain does with a response: ``process_spider_input`` (which
-    raises NearDuplicate on a drop), then, for a page that reaches the spider,
-    ``process_spider_output`` (which records the page's links)."""
+    raises NearDuplicate on a drop, and records the links of a page it lets through),
+    then ``process_spider_output`` for a page that reaches the spider."""
     assert mw.process_spider_input(response) is None
     output = collect_asyncgen(mw.process_spider_output(response, as_async_generator([])))
     with pytest.raises(StopIteration):  # nothing to wait for: it completes at once
@@ -320,3 +320,28 @@ def test_a_cut_page_is_dropped_as_a_byte_copy_only():
         deliver(mw, response("https://mirror.example.com/index", body))
     assert info.value.duplicate_of == "https://example.com/index"
     assert stat(mw, "simhash/duplicate_count") == 1
+
+
+@pytest.mark.parametrize("depth_limit", [0, 1])
+def test_links_of_a_page_at_depth_limit_do_not_count(depth_limit):
+    """A page at DEPTH_LIMIT reaches the spider, but Scrapy drops the requests it
+    yields: its links are not the crawl's, and a copy of it that carries them
+    (one level up) is delivered instead of dropped."""
+    mw = make_mw(DEPTH_LIMIT=depth_limit)
+    warm(mw)
+    body = article_html(1, links=("/next",)).encode()
+
+    def response(url: str, depth: int) -> HtmlResponse:
+        return HtmlResponse(url, body=body, encoding="utf-8",
+                            request=Request(url, meta={"depth": depth}))
+
+    deliver(mw, response("https://example.com/deep/a", 1))
+    copy = response("https://example.com/a", 0)
+    if depth_limit:
+        assert len(mw.links) == 0
+        deliver(mw, copy)
+        assert stat(mw, "simhash/kept_for_links_count") == 1
+    else:
+        assert len(mw.links) == 1
+        with pytest.raises(NearDuplicate):
+            deliver(mw, copy)
