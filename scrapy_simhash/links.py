@@ -11,14 +11,13 @@ extractor read as the page's main text: it looks at the page's links, not at
 its text.
 
 A copy's link is read in two ways: as it is (resolved against the copy's own
-URL), and, when the copy and the page it duplicates look like one page at two
-addresses (a copy on another host; on one host, the same file name and query in
-another folder: a mirror or printer folder), as it would be on the kept page, by
-swapping the copy's address prefix for the kept page's
-(``http://mirror/docs/a.html`` of ``http://site/docs/a.html``:
-``http://mirror/docs/b.html`` is read as ``http://site/docs/b.html``). Two pages
-of one host whose file names differ (two classes of one API) are never read into
-each other's links.
+URL), and, when the copy is on another host than the page it duplicates (a
+mirror), as it would be on the kept page, by swapping the copy's address prefix
+for the kept page's (``http://mirror/docs/a.html`` of ``http://site/docs/a.html``:
+``http://mirror/docs/b.html`` is read as ``http://site/docs/b.html``). Pages of
+one host are never read into each other's links: two of them alike, with their
+own links, are as often two classes of one name in two packages (commons-lang3's
+``lang3/Streams.html`` and ``lang3/stream/Streams.html``) as one page twice.
 
 Links are compared without their query and fragment (a session id in every
 link would otherwise make each copy's links new), and only links to the hosts
@@ -173,26 +172,23 @@ def _base(url: str) -> str:
 
 
 def _prefixes(copy: str, kept: str) -> tuple[str, str] | None:
-    """The address prefixes of one page at two URLs: ``(copy's, kept's)``, the
-    parts before their longest common tail of whole path segments. One page at
-    two addresses is a copy on another host (whatever its file name: a mirror's
-    ``index.html`` of the original's ``git.html``), or on the same host one of
-    the same file name and query in another folder; otherwise None (two pages)."""
+    """The address prefixes of one page at two URLs on two hosts (a mirror):
+    ``(copy's, kept's)``, the parts before their longest common tail of whole path
+    segments, whatever the file names (a mirror's ``index.html`` of the original's
+    ``git.html``); None on one host: two pages there with one file name in two
+    folders are as often two classes of one name in two packages as a copy."""
     try:
         a, b = urlsplit(copy), urlsplit(kept)
     except ValueError:
         return None
+    if a.netloc.lower() == b.netloc.lower():
+        return None
     sa = [f"{a.scheme}://{a.netloc.lower()}", *(a.path or "/").split("/")[1:]]
     sb = [f"{b.scheme}://{b.netloc.lower()}", *(b.path or "/").split("/")[1:]]
-    if len(sa) < 2 or len(sb) < 2:
-        return None
-    if a.netloc.lower() == b.netloc.lower() and (a.query != b.query or sa[-1] != sb[-1]):
-        return None
     n = 1
     while n < min(len(sa), len(sb)) and sa[-1 - n] == sb[-1 - n]:
         n += 1
-    pa, pb = "/".join(sa[:-n]) + "/", "/".join(sb[:-n]) + "/"
-    return (pa, pb) if pa != pb else None
+    return "/".join(sa[:-n]) + "/", "/".join(sb[:-n]) + "/"
 
 
 class DeliveredLinks:

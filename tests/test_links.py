@@ -36,9 +36,9 @@ def test_a_copy_with_a_link_of_its_own_names_it():
 def test_a_mirror_is_read_on_the_address_of_the_page_it_copies():
     original = "https://docs.example.org/v2/guide/a.html"
     links = delivered((original, ["b.html", "/v2/index.html"]))
-    for mirror in ("https://mirror.example.net/v2/guide/a.html",       # another host
-                   "https://docs.example.org/mirror/v2/guide/a.html",  # a folder inserted
-                   "http://docs.example.org/v2/guide/a.html"):         # another scheme
+    for mirror in ("https://mirror.example.net/v2/guide/a.html",         # another host
+                   "https://mirror.example.net/mirror/v2/guide/a.html",  # and a folder
+                   "http://docs.example.org:8080/v2/guide/a.html"):      # another port
         hrefs = ["b.html", "a.html", mirror.rsplit("/", 3)[0] + "/v2/index.html"]
         assert links.uncovered(mirror, hrefs, original) is None, mirror
         assert links.uncovered(mirror, ["c.html"], original).endswith("/guide/c.html")
@@ -51,8 +51,15 @@ def test_a_mirror_is_read_on_the_address_of_the_page_it_copies():
                            "https://site/git.html") is None  # the same link, as it is
 
 
-def test_pages_with_other_names_are_not_read_into_each_other():
-    # same folder structure, other file: no address mapping between them
+def test_pages_of_one_host_are_not_read_into_each_other():
+    # commons-lang3: lang3/stream/Streams.html near-identical to lang3/Streams.html, each
+    # linking to its own class-use/Streams.html (a crawl lost it when this was read as a
+    # mirror)
+    base = "https://h/org/apache/commons/lang3/"
+    links = delivered((base + "Streams.html", ["class-use/Streams.html"]))
+    assert links.uncovered(base + "stream/Streams.html", ["class-use/Streams.html"],
+                           base + "Streams.html") == base + "stream/class-use/Streams.html"
+    # two classes of one package: the same folder, other file names
     links = delivered(("https://h/x/Html/index.html", ["members.html"]))
     assert links.uncovered("https://h/x/Xml/list.html", ["members.html"],
                            "https://h/x/Html/index.html") == "https://h/x/Xml/members.html"
@@ -116,24 +123,25 @@ _path = st.lists(_segment, min_size=1, max_size=4).map("/".join)
 def test_what_is_covered_is_exactly_what_a_delivered_page_links_to(
         kept, copy, copy_links, of, mirror, mirrored):
     """Against a brute force of the rule: a copy's link is covered when a delivered
-    page links to it, read as it is or, for a copy of the same file name, on the
-    kept page's address."""
+    page links to it, read as it is or, for a copy on another host, on the kept
+    page's address."""
     host = "https://h/"
     links = delivered(*((host + url, ["/" + h for h in hrefs]) for url, hrefs in kept))
     kept_url = host + kept[of % len(kept)][0]
-    if mirror is not None:  # the kept page, and some links of the crawl, under a folder
+    copy_host = host
+    if mirror is not None:  # the kept page, and some links of the crawl, on a mirror
+        copy_host = "https://m/"
         copy = f"{mirror}/{kept[of % len(kept)][0]}"
         every = [h for _, hrefs in kept for h in hrefs]
         copy_links = [f"{mirror}/{every[i % len(every)]}" for i in mirrored if every] + copy_links
     known = {host + h for _, hrefs in kept for h in hrefs}
-    own, other = host + copy, kept_url
-    same_name = own.rsplit("/", 1)[1] == other.rsplit("/", 1)[1]
+    own, other = copy_host + copy, kept_url
     expected = None
     for href in copy_links:
-        target = host + href
+        target = copy_host + href
         if target in (own, other) or target in known:
             continue
-        if same_name:
+        if copy_host != host:
             # the longest common tail of whole segments, then swap the prefixes
             a, b = own.split("/"), other.split("/")
             n = 1
