@@ -140,8 +140,12 @@ def test_url_rules_skip_copies_of_kept_pages_only(crawl):
         assert s["url"] not in crawl.fetched, s
     stats = crawl.stats
     assert stats["simhash/requests_skipped_count"] == len(crawl.skips)
-    # the session-id rule is retired when a copy was kept twice (its counterexample)
-    assert stats["simhash/rules_active"] >= (2 if _listing_kept_twice(crawl) else 3)
+    # At least the rule that skipped these. How many more gather support depends on the
+    # order Scrapy fetches in: the session-id rule is retired when a copy was kept twice
+    # (its counterexample), and a printer copy links to the next story's printer view, so
+    # it is delivered, not dropped (no pair for the printer rule), when that story's
+    # article was not delivered yet (1 to 3 rules active in runs on Scrapy 2.13 and 2.19).
+    assert stats["simhash/rules_active"] >= 1
     for rule, n in Counter(s["rule"] for s in crawl.skips).items():
         assert stats[f"simhash/requests_skipped_count/{rule}"] == n
     # the copies cost few fetches: under 75% of the 129 fetches the crawl makes without
