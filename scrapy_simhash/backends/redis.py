@@ -488,6 +488,8 @@ class RedisBackend:
                         "error": self._lost,
                     },
                 )
+            if index is not None:
+                index.release_connection()
             self.client.close()
 
     def stats(self) -> dict[str, int]:

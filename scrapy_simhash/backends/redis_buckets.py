@@ -316,7 +316,7 @@ class BucketRedisSimhashIndex(RedisIndexBase):
         for field, length in zip(fields, lengths):
             args += [field, length]
         try:
-            status, value, skipped = self._script(keys=keys, args=args, client=self._node())
+            status, value, skipped = self.run_script(keys, args)
         except self._errors:
             self._node_failed()
             raise

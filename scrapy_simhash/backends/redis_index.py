@@ -298,6 +298,9 @@ class RedisIndexBase:
         self.counts: Counter[str] = Counter()
         redis = import_redis()
         self._errors = (redis.RedisError, OSError)
+        self._no_script = redis.exceptions.NoScriptError
+        #: The connection the insert script runs on: (node client, connection, pid).
+        self._held: tuple[Any, Any, int] | None = None
 
     # -- metadata ----------------------------------------------------------
 
@@ -471,6 +474,54 @@ class RedisIndexBase:
     def load_script(self) -> None:
         """Load the insert script (into every master of a cluster)."""
         self.client.script_load(self._script.script)
+
+    def run_script(self, keys: list[Any], args: list[Any]) -> Any:
+        """Run the insert script on the node holding the index (loading it when
+        the node lost it), on a connection this index holds between calls.
+
+        A page costs one script call, and redis-py's command path (pool, retry
+        and observability hooks) took more client CPU than the round trip itself
+        (``bench/bench_redis.py``); the connection is the pool's, with its
+        timeouts, and is given back and dropped on any error but a script's
+        own error reply.
+        """
+        node = self._node()
+        held = self._held
+        if held is None or held[0] is not node or held[2] != os.getpid():
+            self.release_connection()
+            held = self._held = (node, node.connection_pool.get_connection(), os.getpid())
+        connection = held[1]
+        try:
+            stale = connection.can_read()  # stray data: a reply never read
+        except self._errors:
+            stale = True  # closed by the server meanwhile
+        if stale:
+            connection.disconnect()  # the command below connects again, as the pool would
+        try:
+            try:
+                connection.send_command("EVALSHA", self._script.sha, len(keys), *keys, *args)
+                return connection.read_response()
+            except self._no_script:  # a restarted or flushed node: load it, once
+                connection.send_command("SCRIPT", "LOAD", self._script.script)
+                connection.read_response()
+                connection.send_command("EVALSHA", self._script.sha, len(keys), *keys, *args)
+                return connection.read_response()
+        except import_redis().exceptions.ResponseError:
+            raise  # a whole reply was read: the connection is fine
+        except BaseException:
+            self.release_connection(broken=True)
+            raise
+
+    def release_connection(self, *, broken: bool = False) -> None:
+        """Give the script's connection back to its pool (closed when ``broken``:
+        a reply may be half read); not in a forked child, whose parent owns it."""
+        held, self._held = self._held, None
+        if held is None or held[2] != os.getpid():
+            return
+        node, connection, _ = held
+        if broken:
+            connection.disconnect()
+        node.connection_pool.release(connection)
 
     def check_permissions(self) -> None:
         """Run every command a crawl needs once, on this index's keys, changing
@@ -768,7 +819,7 @@ class RedisSimhashIndex(RedisIndexBase):
                     self._stored_url(url), self._url_block_arg(), mode, LOG_BLOCK, TAIL_CAP,
                     SKETCH_BLOCK, SKETCH_BINS]  # fmt: skip
             try:
-                status, value, tail = self._script(keys=keys, args=args, client=self._node())
+                status, value, tail = self.run_script(keys, args)
             except self._errors:
                 self._node_failed()
                 raise
