@@ -154,6 +154,21 @@ def import_redis() -> Any:
     return redis
 
 
+try:
+    from hiredis import pack_command as _hiredis_pack
+except ImportError:  # the pure-Python parser: redis-py packs
+    _hiredis_pack = None
+
+
+def _pack(connection: Any, command: tuple[Any, ...]) -> list[bytes]:
+    """``command`` as the chunks a connection sends: packed by hiredis directly
+    when it is there (a fifth of the client's time in a call, skipping
+    redis-py's argument checks: the arguments are bytes, str and int)."""
+    if _hiredis_pack is not None:
+        return [_hiredis_pack(command)]
+    return connection.pack_command(*command)
+
+
 def script_source(name: str) -> str:
     """The Lua script ``data/<name>`` shipped with the package."""
     return resources.files("scrapy_simhash").joinpath(f"data/{name}").read_text(encoding="utf-8")
@@ -497,14 +512,15 @@ class RedisIndexBase:
             stale = True  # closed by the server meanwhile
         if stale:
             connection.disconnect()  # the command below connects again, as the pool would
+        command = ("EVALSHA", self._script.sha, len(keys), *keys, *args)
         try:
             try:
-                connection.send_command("EVALSHA", self._script.sha, len(keys), *keys, *args)
+                connection.send_packed_command(_pack(connection, command))
                 return connection.read_response()
             except self._no_script:  # a restarted or flushed node: load it, once
                 connection.send_command("SCRIPT", "LOAD", self._script.script)
                 connection.read_response()
-                connection.send_command("EVALSHA", self._script.sha, len(keys), *keys, *args)
+                connection.send_packed_command(_pack(connection, command))
                 return connection.read_response()
         except import_redis().exceptions.ResponseError:
             raise  # a whole reply was read: the connection is fine
