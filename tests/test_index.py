@@ -534,3 +534,63 @@ def test_no_single_add_pays_for_a_whole_merge(tiny_merge_steps):
     assert max(shares) <= 2 * passes * 22_528 / 256 + 4 * 256
     assert tables.MERGE_STEP == 1
     assert index._garbage or index._released == 0  # merged-away memory being handed back
+
+
+def check_query_keys(index, fps, keys, q, k):
+    """``query_keys`` (no limit reached) against brute force: every live entry
+    within k bits, nearest first, and the count of entries holding ``q``."""
+    want = brute_query(fps, keys, q, k)
+    got, dist, same = index.query_keys(q, len(fps) + 1)
+    assert sorted(zip(got.tolist(), dist.tolist())) == sorted((m.key, m.distance) for m in want)
+    assert np.all(dist[:-1] <= dist[1:])
+    assert same == sum(m.distance == 0 for m in want)
+
+
+@settings(HYPOTHESIS, suppress_health_check=[HealthCheck.too_slow,
+                                              HealthCheck.function_scoped_fixture])
+@given(scenarios(), st.integers(0, 120), st.data())
+def test_probes_of_levels_buffer_and_merges_stay_exact(tiny_merge_steps, scenario, copies, data):
+    """Several levels (a bulk one, flushed ones, one being merged), a buffer,
+    removed rows and a crowded fingerprint: the one-gather probe of a level
+    (:attr:`_Level.windows`) and the table-by-table one find the same entries."""
+    k, layout, compress, _, fps, keys, split, rng = scenario
+    if len(fps):  # many entries of one fingerprint: a bucket far above the mean
+        fps = np.concatenate([fps, np.full(copies, fps[0], np.uint64)])
+        keys = np.concatenate([keys, np.arange(copies, dtype=np.uint64) + np.uint64(1)])
+        split = min(split + copies, len(fps))
+    index = SimhashIndex(k=k, layout=layout, compress=compress, buffer_size=5)
+    index.add_many(fps[:split], keys[:split])
+    live = dict(zip(keys[:split].tolist(), fps[:split].tolist()))
+    for fp, key in zip(fps[split:].tolist(), keys[split:].tolist()):
+        index.add(fp, key)
+        live[key] = fp
+        if data.draw(st.integers(0, 7)) == 0:
+            gone = data.draw(st.sampled_from(sorted(live)))
+            assert index.remove(gone)
+            del live[gone]
+        if data.draw(st.integers(0, 3)) == 0:
+            a = np.array(list(live.values()), np.uint64)
+            b = np.array(list(live.keys()), np.uint64)
+            q = fp ^ (1 << data.draw(st.integers(0, 63)))
+            check_query_keys(index, a, b, q, k)
+            assert index.query(fp) == sort_matches(brute_query(a, b, fp, k))
+    a = np.array(list(live.values()), np.uint64)
+    b = np.array(list(live.keys()), np.uint64)
+    for q in probes(rng, a, k).tolist() if len(a) else []:
+        check_query_keys(index, a, b, q, k)
+
+
+def test_a_crowded_level_is_probed_table_by_table():
+    """A level where one fingerprint fills a bucket many times the mean keeps
+    no windows (each probe would read that bucket's length in every table)."""
+    rng = np.random.default_rng(4)
+    fps = np.concatenate([rng.integers(0, 2**64, 4000, dtype=np.uint64),
+                          np.full(3000, 0x0123456789ABCDEF, np.uint64)])
+    index = SimhashIndex(k=3, layout="16,16,16,16")
+    index.add_many(fps, np.arange(len(fps), dtype=np.uint64))
+    assert index._levels[0].windows is None
+    spread = SimhashIndex(k=3, layout="16,16,16,16")
+    spread.add_many(fps[:4000], np.arange(4000, dtype=np.uint64))
+    assert spread._levels[0].windows is not None
+    for q in [0x0123456789ABCDEF ^ 5, *fps[:50].tolist(), *(fps[:50] ^ np.uint64(3)).tolist()]:
+        check_query_keys(index, fps, np.arange(len(fps), dtype=np.uint64), q, 3)

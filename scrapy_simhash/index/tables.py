@@ -69,6 +69,9 @@ RELEASE_STEP = 2 << 20
 # it (tables x tables vector passes); beyond, found pairs are sorted and deduplicated
 CANONICAL_TABLES = 24
 _CHUNK = 1 << 16
+#: A probe computes this many leading permuted bits of the query a table at once
+#: (:meth:`SimhashIndex._lead`), so directories use at most this many bits.
+_LEAD_BITS = 32
 _U64 = np.uint64
 #: What ``query_and_add`` does with a new fingerprint.
 ADD_MODES = ("if_new", "always", "never")
@@ -93,13 +96,41 @@ class BatchMatches(NamedTuple):
 
 
 class _Level:
-    """Immutable sorted arrays of a batch of entries (plus dead rows)."""
+    """Immutable sorted arrays of a batch of entries (plus dead rows).
 
-    __slots__ = ("fps", "keys", "tables", "dirs", "shift", "dead")
+    With uncompressed tables they lie back to back in ``block`` (table ``t``
+    at ``block[t * n:(t + 1) * n]``; the identity table is ``fps``), so a
+    probe reads every table's bucket with one gather: ``windows`` views the
+    block as rows of ``width`` (the largest bucket) consecutive entries and
+    ``starts`` holds each bucket's window (``rowstart[t] + bucket``), moved
+    back at the very end so it stays inside the block. A window may read
+    entries of neighbouring buckets, which are stored fingerprints too, so
+    matches are unchanged. Without a block, or with a bucket far above the
+    mean (many copies of one fingerprint), probes slice table by table."""
 
-    def __init__(self, fps, keys, tables, dirs, shift):
+    __slots__ = ("fps", "keys", "tables", "dirs", "shift", "dead", "block", "windows",
+                 "starts", "rowstart", "lead_shift")
+
+    def __init__(self, fps, keys, tables, dirs, shift, block=None):
         self.fps, self.keys, self.tables, self.dirs, self.shift = fps, keys, tables, dirs, shift
         self.dead: set[int] = set()
+        self.block = block
+        d = F - shift
+        self.lead_shift = np.uint32(_LEAD_BITS - d)
+        self.windows = self.starts = None
+        self.rowstart = np.arange(len(dirs), dtype=np.intp) << d
+        if block is None or not len(fps):
+            return
+        n = len(fps)
+        offsets = np.stack([np.frombuffer(dr, dtype=dr.typecode) for dr in dirs])
+        width = int(np.diff(offsets, axis=1).max())
+        if width > 4 * (n >> d) + 32:  # a crowded bucket: a window a table would read it all
+            return
+        starts = offsets[:, :-1].astype(np.int64)
+        starts += np.arange(len(dirs), dtype=np.int64)[:, None] * n
+        np.minimum(starts, len(block) - width, out=starts)
+        self.starts = starts.ravel().astype(np.int32 if len(block) < 1 << 31 else np.intp)
+        self.windows = np.lib.stride_tricks.sliding_window_view(block, width)
 
     @property
     def alive(self) -> int:
@@ -220,12 +251,18 @@ class _Merge:
         self.index = index
         self.sources = sources
         self.n = n = sum(len(s.fps) for s in sources)
-        self.d = max(0, min(index._pmin, (n >> 3).bit_length() - 1))
+        self.d = index._directory_bits(n)
         self.shift = F - self.d
         self.passes = [None] + [t for t, ident in enumerate(index._identity) if not ident]
         self.deadline = 0  # the insert count it must be done by
         self.remaining = n * len(self.passes)
-        self.fps = _fresh(n, np.uint64)
+        # uncompressed: every table (the identity one is ``fps``) in one block
+        self.block = None if index.compress else _fresh(n * len(index._tables), np.uint64)
+        ident = index._identity.index(True) if any(index._identity) else None
+        if self.block is not None and ident is not None:
+            self.fps = self.block[ident * n:(ident + 1) * n]
+        else:
+            self.fps = _fresh(n, np.uint64)
         self.keys = _fresh(n, np.uint64)
         row_type = np.uint32 if n < 1 << 32 else np.uint64
         self.rows = [_fresh(len(s.fps), row_type) for s in sources]
@@ -244,8 +281,11 @@ class _Merge:
         self.offsets = _new_directory(self.d)
         t = self.passes[i]
         if t is not None:
-            dtype = np.uint64 if self.index._direct[t] else self.rows[0].dtype
-            self.values = _fresh(self.n, dtype)
+            if self.block is not None:
+                self.values = self.block[t * self.n:(t + 1) * self.n]
+            else:
+                dtype = np.uint64 if self.index._direct[t] else self.rows[0].dtype
+                self.values = _fresh(self.n, dtype)
 
     @property
     def done(self) -> bool:
@@ -347,7 +387,7 @@ class _Merge:
         self._start_pass(self.pass_index + 1)
 
     def result(self) -> _Level:
-        level = _Level(self.fps, self.keys, self.tables, self.dirs, self.shift)
+        level = _Level(self.fps, self.keys, self.tables, self.dirs, self.shift, self.block)
         for src, rows in zip(self.sources, self.rows):
             if src.dead:
                 level.dead |= set(rows[np.fromiter(src.dead, np.intp, len(src.dead))].tolist())
@@ -434,12 +474,8 @@ class SimhashIndex:
         self._tables = layout.tables
         # the block moves that fill each table's leading p bits: enough for the
         # directory lookup of a probe (d <= p)
-        self._leading = [
-            [(src, (1 << width) - 1, dst) for src, width, dst in t.segments
-             if dst + width > F - t.p]
-            for t in layout.tables
-        ]
         self._pmin = min(t.p for t in layout.tables)
+        self._lead_luts = self._lead_tables()
         self._identity = [t.segments == ((0, F, 0),) for t in layout.tables]
         # direct tables hold fingerprints in permuted order; the others master rows
         self._direct = [ident or not self.compress for ident in self._identity]
@@ -466,12 +502,16 @@ class SimhashIndex:
         fps, keys = fps[order], keys[order]
         del order
         n = len(fps)
-        d = max(0, min(self._pmin, (n >> 3).bit_length() - 1))
+        d = self._directory_bits(n)
         shift = F - d
         bounds = np.arange(1, 1 << d, dtype=np.uint64) << _U64(shift) if d else None
+        block = None if self.compress else np.empty(n * len(self._tables), dtype=np.uint64)
         tables, dirs = [], []
         for t, table in enumerate(self._tables):
             if self._identity[t]:
+                if block is not None:
+                    block[t * n:(t + 1) * n] = fps
+                    fps = block[t * n:(t + 1) * n]
                 perm = values = fps
             elif self.compress:
                 perm = table.permute_many(fps)
@@ -480,10 +520,15 @@ class SimhashIndex:
             else:
                 perm = table.permute_many(fps)
                 perm.sort()
-                values = table.unpermute_many(perm)
+                values = block[t * n:(t + 1) * n]
+                values[:] = table.unpermute_many(perm)
             tables.append(values)
             dirs.append(_directory(perm, bounds, n))
-        return _Level(fps, keys, tables, dirs, shift)
+        return _Level(fps, keys, tables, dirs, shift, block)
+
+    def _directory_bits(self, n: int) -> int:
+        """Leading bits a level of ``n`` entries indexes: about 8 entries a bucket."""
+        return max(0, min(self._pmin, _LEAD_BITS, (n >> 3).bit_length() - 1))
 
     def _push(self, level: _Level, *, at_once: bool) -> None:
         """Add a level; start the merge the ratio rule asks for (``at_once``, or
@@ -532,7 +577,8 @@ class SimhashIndex:
         self._levels[first:first + count] = [merge.result()]
         self._merging = None
         if gradual:
-            for arr in (*(a for lv in merge.sources for a in (lv.fps, lv.keys, *lv.tables)),
+            for arr in (*(a for lv in merge.sources
+                          for a in (lv.fps, lv.keys, *lv.tables, lv.block) if a is not None),
                         *merge.rows):
                 if _paged(arr) and not any(arr is g for g in self._garbage):
                     self._garbage.append(arr)
@@ -651,27 +697,45 @@ class SimhashIndex:
 
     # -- queries -----------------------------------------------------------------
 
+    def _lead_tables(self) -> list[tuple[int, list[int]]]:
+        """For each byte of a fingerprint that reaches a table's leading bits:
+        its shift and, for each of its 256 values, one Python int holding in
+        32-bit field ``t`` the leading ``_LEAD_BITS`` bits it gives table
+        ``t``'s permuted value (a permutation moves bits, so the bytes' fields
+        OR together into the query's)."""
+        bits = min(self._pmin, _LEAD_BITS)
+        values = np.arange(256, dtype=np.uint64)
+        out = []
+        for at in range(0, F, 8):
+            fields = np.empty((256, len(self._tables)), dtype="<u4")
+            for t, table in enumerate(self._tables):
+                lead = table.permute_many(values << _U64(at)) >> _U64(F - bits)
+                fields[:, t] = lead << _U64(_LEAD_BITS - bits)
+            if fields.any():
+                out.append((at, [int.from_bytes(row.tobytes(), "little") for row in fields]))
+        return out
+
+    def _lead(self, q: int) -> np.ndarray:
+        """The leading ``_LEAD_BITS`` bits of ``q`` permuted by every table
+        (``uint32``, one a table): a few Python int operations, no loop over tables."""
+        packed = 0
+        for at, row in self._lead_luts:
+            packed |= row[(q >> at) & 0xFF]
+        return np.frombuffer(packed.to_bytes(4 * len(self._tables), "little"), dtype="<u4")
+
     def _near(self, q: int) -> np.ndarray | None:
         """The stored fingerprints within k bits of ``q`` (with repeats), or None."""
-        perms = []
-        for segs in self._leading:
-            if len(segs) == 1:
-                src, mask, dst = segs[0]
-                perms.append(((q >> src) & mask) << dst)
-                continue
-            v = 0
-            for src, mask, dst in segs:
-                v |= ((q >> src) & mask) << dst
-            perms.append(v)
+        lead = self._lead(q)
         parts = []
-        direct = self._direct
         for level in self._levels:
-            shift = level.shift
-            tables = level.tables
-            for t, directory in enumerate(level.dirs):
-                b = perms[t] >> shift
-                s = directory[b]
-                e = directory[b + 1]
+            buckets = lead >> level.lead_shift
+            if level.windows is not None:  # every table's bucket in one gather
+                parts.append(level.windows[level.starts[buckets + level.rowstart]].ravel())
+                continue
+            tables, direct = level.tables, self._direct
+            for t, b in enumerate(buckets.tolist()):
+                directory = level.dirs[t]
+                s, e = directory[b], directory[b + 1]
                 if e > s:
                     parts.append(tables[t][s:e] if direct[t] else level.fps[tables[t][s:e]])
         if self._nbuf:
@@ -1003,6 +1067,7 @@ class SimhashIndex:
         """Bytes held: tables, directories, master (fingerprints + keys), buffer."""
         tables = sum(t.nbytes for lv in self._levels for t in lv.tables if t is not lv.fps)
         dirs = sum(d.itemsize * len(d) for lv in self._levels for d in lv.dirs)
+        dirs += sum(lv.starts.nbytes for lv in self._levels if lv.starts is not None)
         master = sum(lv.fps.nbytes + lv.keys.nbytes for lv in self._levels)
         buffer = self._buf_fps.nbytes + self._buf_keys.nbytes
         merge = self._merging.nbytes() if self._merging is not None else 0
