@@ -754,6 +754,36 @@ def test_read_index_pages_reads_the_log(redis_client, url_format):
                                                        "https://d/")]  # fmt: skip
 
 
+def test_read_index_pages_in_bounded_commands(redis_client, monkeypatch):
+    """The reader never reads a whole log block or the URL hash in one command (no
+    call grows with the index, on a Redis the crawls share): GETRANGEs of
+    READ_CHUNK bytes and HSCAN; and UNLINK clears it."""
+    from scrapy_simhash.backends import redis_index
+    from scrapy_simhash.backends.redis_index import clear_index, read_index_pages
+
+    monkeypatch.setattr(redis_index, "READ_CHUNK", 40)  # five fingerprints a GETRANGE
+    layout = TableLayout.parse("16,16,16,16", 3)
+    index = RedisSimhashIndex(redis_client, "chunk:simhash", layout, expected_size=1000)
+    index.open()
+    fps = np.arange(1, 24, dtype=np.uint64) << np.uint64(40)
+    urls = [f"https://e/{n}" for n in range(len(fps))]
+    index.add_many(fps, urls, sketches=[SKETCH] * len(fps))
+    redis_client.config_set("slowlog-log-slower-than", 0)
+    redis_client.slowlog_reset()
+    pages = read_index_pages(redis_client, "chunk:simhash")
+    calls = [e["command"].split()[:2] for e in redis_client.slowlog_get(1000)]
+    redis_client.config_set("slowlog-log-slower-than", 10000)
+    commands = [c[0].upper() for c in calls]
+    assert pages.fingerprints.tolist() == fps.tolist() and pages.urls == urls
+    assert all(row.tobytes() == SKETCH for row in pages.sketches)
+    whole = [c for c in calls if c[0].upper() in (b"GET", b"HGETALL", b"LRANGE")]
+    assert whole == [[b"HGETALL", b"chunk:simhash:meta"]]  # the metadata, a few fields
+    assert b"HSCAN" in commands
+    assert commands.count(b"GETRANGE") >= 5  # 23 fingerprints, 5 a command
+    assert clear_index(redis_client, "chunk:simhash") == 4
+    assert redis_client.keys("chunk:*") == []
+
+
 def test_redis_info_and_clear_commands(redis_url, redis_client):
     """The console script shows a shared index and deletes it only with --yes."""
     import json

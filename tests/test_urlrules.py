@@ -366,6 +366,22 @@ def test_redis_log_shares_events_between_processes(redis_client):
     assert RedisRuleLog(redis_client, "crawl:simhash:rules", reset=True).open() == []
 
 
+def test_redis_log_read_in_bounded_chunks(redis_client, monkeypatch):
+    """A process joining a long shared log reads it in LRANGEs of POLL_CHUNK items,
+    every event once and in order."""
+    from scrapy_simhash.rules import state
+
+    monkeypatch.setattr(state, "POLL_CHUNK", 3)
+    a = RedisRuleLog(redis_client, "crawl:simhash:rules")
+    a.open()
+    for n in range(10):
+        a.append(["k", f"{H}/{n}"])
+    b = RedisRuleLog(redis_client, "crawl:simhash:rules")
+    assert b.open() == [["k", f"{H}/{n}"] for n in range(10)]
+    a.append(["k", f"{H}/last"])
+    assert b.poll() == [["k", f"{H}/last"]] and b.poll() == []
+
+
 def test_cli_lists_rules(tmp_path):
     log = FileRuleLog(tmp_path / "simhash.rules")
     log.open()

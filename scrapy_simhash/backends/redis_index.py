@@ -127,6 +127,8 @@ TAIL_CAP = 1024
 SPAN_GAP = 8
 #: Log entries read per GETRANGE when a process reads the log (1 MiB).
 SYNC_CHUNK = 1 << 17
+#: Bytes a command of ``read_index_pages`` reads of a log or sketch block.
+READ_CHUNK = 1 << 20
 
 _NO_SKETCH = bytes(SKETCH_BINS)
 #: What the insert script is asked to do for each ``add`` mode.
@@ -263,8 +265,38 @@ def clear_index(client: Any, prefix: str, *, extra: list[str] | tuple[str, ...] 
         names += [f"{prefix}:t{i}" for i in range(tables)]
     deleted = 0
     for start in range(0, len(names), 1000):
-        deleted += int(client.delete(*names[start : start + 1000]))
-    return deleted + int(client.delete(*sorted(keys)))
+        deleted += unlink(client, names[start : start + 1000])
+    return deleted + unlink(client, sorted(keys))
+
+
+def unlink(client: Any, names: list[str]) -> int:
+    """Delete ``names`` with UNLINK: Redis frees a large value (a log block, a
+    million URLs) in the background, where DEL would block every client for as
+    long; DEL for a user not allowed UNLINK."""
+    if not names:
+        return 0
+    try:
+        return int(client.unlink(*names))
+    except import_redis().exceptions.NoPermissionError:
+        return int(client.delete(*names))
+
+
+def _read_string(client: Any, name: str, length: int) -> bytes:
+    """The first ``length`` bytes of the string ``name``, in GETRANGEs of at most
+    :data:`READ_CHUNK` bytes (no command grows with the index)."""
+    parts = []
+    for start in range(0, length, READ_CHUNK):
+        part = client.getrange(name, start, min(length, start + READ_CHUNK) - 1)
+        parts.append(part)
+        if len(part) < min(READ_CHUNK, length - start):
+            break  # shorter than the metadata says
+    return b"".join(parts)
+
+
+def _read_hash(client: Any, name: str) -> dict[bytes, bytes]:
+    """Every field of the hash ``name``, by HSCAN (HGETALL of a million URLs
+    would hold every other client of the node for a second)."""
+    return dict(client.hscan_iter(name, count=1000))
 
 
 class RedisIndexBase:
@@ -1052,7 +1084,8 @@ def read_index_pages(client: Any, prefix: str) -> StoredPages | None:
         )
     if _format_of(info) >= 4:
         size = int(info.get("size", 0) or 0)
-        log = b"".join(client.get(f"{prefix}:log:{n}") or b""
+        log = b"".join(_read_string(client, f"{prefix}:log:{n}",
+                                    (min(size, (n + 1) * LOG_BLOCK) - n * LOG_BLOCK) * 8)
                        for n in range(size // LOG_BLOCK + 1))  # fmt: skip
         fingerprints = np.frombuffer(log[: size * 8], dtype=">u8").astype(np.uint64)
         keys = np.arange(1, len(fingerprints) + 1, dtype=np.uint64)
@@ -1065,11 +1098,12 @@ def read_index_pages(client: Any, prefix: str) -> StoredPages | None:
     for row, key in enumerate(keys.tolist()):
         block, slot = divmod(key - first_key, sketch_block)
         if block not in blocks:
-            blocks[block] = client.get(f"{prefix}:sketches:{block}") or b""
+            blocks[block] = _read_string(client, f"{prefix}:sketches:{block}",
+                                         sketch_block * SKETCH_BINS)  # fmt: skip
         value = blocks[block][slot * SKETCH_BINS : (slot + 1) * SKETCH_BINS]
         if len(value) == SKETCH_BINS:
             sketches[row] = np.frombuffer(value, dtype=np.uint8)
-    raw_urls = client.hgetall(f"{prefix}:urls")
+    raw_urls = _read_hash(client, f"{prefix}:urls")
     urls = []
     for key in keys.tolist():
         if info.get("urls", "full") == "hash":
@@ -1087,9 +1121,9 @@ def _first_table(client: Any, prefix: str, info: dict[str, Any]) -> tuple[np.nda
     its fields start with table number 0, one byte, two beyond 256 tables)."""
     if info.get("tables", "one_slot") == "sharded":
         base = prefix.replace("{", "").replace("}", "")
-        fields = client.hgetall(f"{{{base}:t0}}:table")
+        fields = _read_hash(client, f"{{{base}:t0}}:table")
     else:
-        fields = client.hgetall(f"{prefix}:buckets")
+        fields = _read_hash(client, f"{prefix}:buckets")
     try:
         width = 1 if len(TableLayout.from_dict(info["layout"]).tables) <= 256 else 2
     except (KeyError, ValueError, TypeError):

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from scrapy_simhash.backends.redis_buckets import BUCKET_CAP, BucketRedisSimhashIndex
-from scrapy_simhash.backends.redis_index import ENTRY_SIZE, IndexFullError
+from scrapy_simhash.backends.redis_index import ENTRY_SIZE, IndexFullError, unlink
 from scrapy_simhash.index import Match
 
 __all__ = ["LockTimeout", "ShardedRedisSimhashIndex"]
@@ -96,7 +96,7 @@ class ShardedRedisSimhashIndex(BucketRedisSimhashIndex):
 
     def clear(self) -> int:
         keys = [*self.table_keys, self.lock_key]
-        return int(self.client.delete(*keys)) + super().clear()
+        return unlink(self.client, keys) + super().clear()
 
     # -- probe and insert ----------------------------------------------------
 

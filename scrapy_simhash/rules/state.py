@@ -37,6 +37,8 @@ RULES_FILE = "simhash.rules"
 RULES_FORMAT = "scrapy-simhash-rules"
 RULES_VERSION = 1
 _EVENTS = {"k": 2, "d": 3, "s": 2}
+#: Items of the shared rule log read per LRANGE.
+POLL_CHUNK = 10_000
 
 Event = list
 
@@ -145,7 +147,13 @@ class RedisRuleLog:
         self.client.rpush(self.key, json.dumps([self.writer, *event], separators=(",", ":")))
 
     def poll(self) -> list[Event]:
-        items = self.client.lrange(self.key, self._offset, -1)
+        items: list[bytes] = []
+        while True:  # LRANGEs of at most POLL_CHUNK items: no command grows with the log
+            chunk = self.client.lrange(self.key, self._offset + len(items),
+                                       self._offset + len(items) + POLL_CHUNK - 1)
+            items += chunk
+            if len(chunk) < POLL_CHUNK:
+                break
         self._offset += len(items)
         events = []
         for n, item in enumerate(items):
