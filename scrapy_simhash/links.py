@@ -28,7 +28,7 @@ an advert or another site is not the crawl's frontier. Pure: no Scrapy import.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Literal
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
@@ -202,14 +202,24 @@ class DeliveredLinks:
     def __len__(self) -> int:
         return len(self._links)
 
-    def record(self, url: str, hrefs: list[str]) -> None:
-        """Add the links of the page at ``url`` (delivered to the spider)."""
+    def record(self, url: str, hrefs: list[str]) -> tuple[list[int], str | None]:
+        """Add the links of the page at ``url`` (delivered to the spider); return
+        what was new (the link hashes, and the page's host or None), for a
+        :class:`~scrapy_simhash.link_state.LinkLog` to keep."""
+        host = None
         resolved = _resolve(url, "")
-        if resolved is not None:
-            self.hosts.add(resolved[0])
-        add = self._links.add
-        for _, link in _links(url, hrefs[:MAX_LINKS]):
-            add(_key(link))
+        if resolved is not None and resolved[0] not in self.hosts:
+            host = resolved[0]
+            self.hosts.add(host)
+        links = self._links
+        new = {_key(link) for _, link in _links(url, hrefs[:MAX_LINKS])} - links
+        links |= new
+        return list(new), host
+
+    def restore(self, keys: Iterable[int], hosts: Iterable[str]) -> None:
+        """Add link hashes and hosts kept by an earlier part of the crawl."""
+        self._links.update(keys)
+        self.hosts.update(hosts)
 
     def uncovered(self, url: str, hrefs: list[str], kept: str) -> str | None:
         """The first link of the copy at ``url`` (a near-duplicate of the page at

@@ -80,6 +80,8 @@ from scrapy_simhash.fingerprinting import (
 )
 from scrapy_simhash.fingerprinting.signature import Analysis, analyse
 from scrapy_simhash.fingerprinting.template import SiteTemplate, SiteTemplates
+from scrapy_simhash.index import CorruptStateError
+from scrapy_simhash.link_state import LinkLog
 from scrapy_simhash.links import DeliveredLinks, page_links
 from scrapy_simhash.settings import SimhashSettings
 
@@ -195,6 +197,8 @@ class SimhashMiddleware:
         #: The links of every page delivered to the spider: a near copy that
         #: carries another is delivered, not dropped (its drop would cut it off).
         self.links = DeliveredLinks()
+        #: Where they are kept across a pause (``JOBDIR/simhash.links``), when open.
+        self._link_log: LinkLog | None = None
         self._depth_limit = crawler.settings.getint("DEPTH_LIMIT")
 
     @classmethod
@@ -237,6 +241,7 @@ class SimhashMiddleware:
                 ) from exc
         try:
             self._initial_size = self.backend.open(spider_name)
+            self._open_links()
         except BackendError:
             if self._audit is not None:
                 self._audit.close()
@@ -250,6 +255,33 @@ class SimhashMiddleware:
             index_size=self._initial_size,
             settings=config.summary(),
         )
+
+    def _open_links(self) -> None:
+        """Read the links a paused crawl delivered (``JOBDIR/simhash.links``) and
+        keep appending to them. A damaged file stops the start, as the state file
+        does (it is never cut short but for a torn last record); one that cannot
+        be written is left with a WARNING (a crawl that forgets links delivers
+        copies it could drop: the safe side)."""
+        path = self.config.links_path
+        if path is None:
+            return
+        try:
+            self._link_log, self.links = LinkLog.open(path, reset=self.config.reset)
+        except CorruptStateError as exc:
+            self.backend.close()
+            raise BackendError(
+                f"{exc}; delete the file or set SIMHASH_RESET=True to start empty"
+            ) from exc
+        except OSError as exc:
+            self._links_failed(exc)
+            return
+        if len(self.links):
+            logger.info(
+                "Restored the links of the pages this crawl delivered before "
+                "(%(links)s, %(hosts)s) from %(path)s",
+                {"links": _plural(len(self.links), "link"),
+                 "hosts": _plural(len(self.links.hosts), "host"), "path": path},
+            )
 
     def spider_opened(self, spider: Spider) -> None:
         self.stats.set_value("simhash/initial_index_size", self._initial_size)
@@ -298,6 +330,12 @@ class SimhashMiddleware:
                 {"error": exc},
                 extra={"spider": spider},
             )
+        if self._link_log is not None:
+            try:
+                self._link_log.close()
+            except OSError as exc:
+                self._links_failed(exc)
+            self._link_log = None
         stats = self.stats
         size = len(self.backend)
         responses = stats.get_value("simhash/response_count", 0)
@@ -475,8 +513,29 @@ class SimhashMiddleware:
             request.meta.get("depth", 0) >= self._depth_limit)
         if isinstance(response, HtmlResponse) and response not in self._flagged and not at_limit:
             start = time.thread_time()
-            self.links.record(response.url, _hrefs(response))
+            new, host = self.links.record(response.url, _hrefs(response))
+            if self._link_log is not None and (new or host):
+                try:
+                    self._link_log.append(new, host)
+                except OSError as exc:
+                    self._links_failed(exc)
             self._seconds += time.thread_time() - start
+
+    def _links_failed(self, exc: OSError) -> None:
+        """A links file that cannot be written is left (the crawl goes on; a resumed
+        crawl then delivers copies whose links it forgot: the safe side)."""
+        self._warn_once(
+            "links",
+            "Cannot write the simhash links file %(path)s: %(error)s. A resumed crawl "
+            "will deliver near copies whose links it does not know",
+            {"path": self.config.links_path, "error": exc},
+        )
+        if self._link_log is not None:
+            try:
+                self._link_log.close()
+            except OSError:
+                pass
+            self._link_log = None
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Spider | None = None

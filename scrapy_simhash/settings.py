@@ -23,6 +23,7 @@ from scrapy.settings import BaseSettings
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, backend_problem, load_backend
 from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, URL_FORMATS
 from scrapy_simhash.backends.state import STATE_FILE
+from scrapy_simhash.link_state import LINKS_FILE
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
 
@@ -211,6 +212,9 @@ class SimhashSettings:
     debug: bool = DEFAULTS["SIMHASH_DEBUG"]
     log_file: str | None = DEFAULTS["SIMHASH_LOG_FILE"]
     persist_path: str | None = DEFAULTS["SIMHASH_PERSIST_PATH"]
+    #: Where the links of delivered pages are kept (:mod:`scrapy_simhash.link_state`):
+    #: ``JOBDIR/simhash.links``, else the state file's path + ``.links``, else nowhere.
+    links_path: str | None = None
     reset: bool = DEFAULTS["SIMHASH_RESET"]
     backend: str | type[Backend] = DEFAULTS["SIMHASH_BACKEND"]
     redis_url: str = "redis://localhost:6379"
@@ -234,6 +238,10 @@ class SimhashSettings:
         persist = settings.get("SIMHASH_PERSIST_PATH") or None
         if persist is None and jobdir:
             persist = os.path.join(jobdir, STATE_FILE)
+        if jobdir:
+            links = os.path.join(jobdir, LINKS_FILE)
+        else:
+            links = None if persist is None else os.fspath(persist) + ".links"
         return cls(
             enabled=_get_bool(settings, "SIMHASH_ENABLED"),
             max_distance=k,
@@ -245,6 +253,7 @@ class SimhashSettings:
             debug=_get_bool(settings, "SIMHASH_DEBUG"),
             log_file=_get_path(settings, "SIMHASH_LOG_FILE"),
             persist_path=None if persist is None else os.fspath(persist),
+            links_path=links,
             reset=_get_bool(settings, "SIMHASH_RESET"),
             backend=_get_backend(settings),
             redis_url=_get_redis_url(settings),

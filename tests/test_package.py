@@ -30,7 +30,7 @@ def test_pure_packages_do_not_import_scrapy():
         "import sys\n"
         "import scrapy_simhash, scrapy_simhash.fingerprinting, scrapy_simhash.index\n"
         "import scrapy_simhash.backends.memory, scrapy_simhash.backends.state\n"
-        "import scrapy_simhash.backends.redis, scrapy_simhash.links\n"
+        "import scrapy_simhash.backends.redis, scrapy_simhash.links, scrapy_simhash.link_state\n"
         "scrapy_simhash.fingerprint('<p>' + 'the cat sat on the mat and then it ran. ' * 9)\n"
         "scrapy_simhash.SimhashIndex(k=3).query(0)\n"
         "leaked = sorted(m for m in sys.modules if m == 'scrapy' or m.startswith('scrapy.'))\n"

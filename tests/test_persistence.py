@@ -66,6 +66,39 @@ async def test_jobdir_resume_drops_a_page_seen_in_the_first_run(site, tmp_path, 
 
 
 @deferred_f_from_coro_f
+async def test_a_resumed_crawl_remembers_the_links_it_delivered(site, tmp_path, caplog):
+    """/a (run 1) links /x; /b (run 2), a copy of /a, links /x too: with the links
+    kept in JOBDIR, dropping /b cuts nothing off; without them the resumed crawl
+    must deliver it (the safe side, a fetch of its links not saved)."""
+    caplog.set_level(logging.INFO)
+    site.serve({
+        "/one": article_html(1, links=("/a",)),
+        "/two": article_html(7, links=("/b",)),
+        "/a": article_html(2, links=("/x",)),
+        "/b": article_html(2, links=("/x",)),
+        "/x": article_html(3),
+    })  # fmt: skip
+    for keep_links in (True, False):
+        job = tmp_path / f"job-{keep_links}"
+        settings = {**MW, "JOBDIR": str(job)}
+        first = await crawl(SiteSpider, settings, base=site.base, start_path="/one")
+        assert sorted(first.spider.parsed) == ["/a", "/one", "/x"]
+        assert (job / "simhash.links").is_file()
+        if not keep_links:
+            (job / "simhash.links").unlink()
+        second = await crawl(SiteSpider, settings, base=site.base, start_path="/two")
+        stats = second.stats
+        if keep_links:
+            assert sorted(second.spider.parsed) == ["/two"]  # /b dropped, /x seen in run 1
+            assert stats.get_value("simhash/duplicate_count") == 1
+            assert stats.get_value("simhash/kept_for_links_count") is None
+            assert f"Restored the links of the pages this crawl delivered before" in caplog.text
+        else:
+            assert sorted(second.spider.parsed) == ["/b", "/two"]
+            assert stats.get_value("simhash/kept_for_links_count") == 1
+
+
+@deferred_f_from_coro_f
 async def test_reset_starts_empty(site, tmp_path):
     serve_two_runs(site)
     path = tmp_path / "index.seen"
@@ -171,6 +204,22 @@ async def test_corrupt_state_file_stops_the_crawl_before_it_starts(site, tmp_pat
         )
     assert site.hits["/one"] == 0
     assert path.read_bytes() == b"garbage"
+
+
+@deferred_f_from_coro_f
+async def test_corrupt_links_file_stops_the_crawl_before_it_starts(site, tmp_path):
+    serve_two_runs(site)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "simhash.links").write_bytes(b"garbage")
+    with pytest.raises(BackendError, match=r"simhash\.links.*SIMHASH_RESET"):
+        await crawl(SiteSpider, {**MW, "JOBDIR": str(job)}, base=site.base, start_path="/one")
+    assert site.hits["/one"] == 0
+    assert (job / "simhash.links").read_bytes() == b"garbage"
+    # the state file the backend opened first was closed again: a reset crawl starts
+    reset = await crawl(SiteSpider, {**MW, "JOBDIR": str(job), "SIMHASH_RESET": True},
+                        base=site.base, start_path="/one")  # fmt: skip
+    assert sorted(reset.spider.parsed) == ["/a", "/one"]
 
 
 @deferred_f_from_coro_f
