@@ -43,6 +43,10 @@ __all__ = ["DeliveredLinks", "MAX_LINKS", "page_links"]
 #: delivered rather than dropped); a copy with more is delivered.
 MAX_LINKS = 30_000
 
+#: Links a :class:`DeliveredLinks` keeps resolved and hashed, by href, for the
+#: next pages of their origin (about 5 MB when full).
+MEMO_SIZE = 16_384
+
 
 def page_links(root: etree._Element) -> list[str]:
     """The ``href`` of each ``<a>`` and ``<area>`` of the page, in document
@@ -57,15 +61,21 @@ def page_links(root: etree._Element) -> list[str]:
     return hrefs
 
 
-#: What a whole HTTP(S) URL's path leaves to ``urljoin`` (kept as it is there): a dot
-#: segment, parameters, a backslash, a control character or space.
-_ODD = re.compile(r"(?:^|/)\.\.?(?:/|$)|[;\\\x00-\x20\x7f]")
-#: What the string path resolves by :func:`_join`: a dot segment, an empty one.
-_DOTS = re.compile(r"(?:^|/)\.\.?(?:/|$)|//")
-#: What it leaves to ``urljoin``: parameters, a backslash, a control character, a space.
+#: What a path leaves to ``urljoin``: parameters, a backslash, a control character,
+#: a space (a whole HTTP(S) URL's path also leaves it dot segments, :func:`_dot_segment`).
 _UNSAFE = re.compile(r"[;\\\x00-\x20\x7f]")
-#: A host part the string path leaves to ``urlsplit``: empty, user info, IPv6, odd.
-_ODD_HOST = re.compile(r"^$|[@\[\]\\\x00-\x20\x7f?#]")
+#: What makes the string path leave a host part to ``urlsplit`` (as an empty one
+#: does): user info, IPv6, odd characters.
+_ODD_HOST = re.compile(r"[@\[\]\\\x00-\x20\x7f?#]")
+
+
+def _dot_segment(path: str) -> bool:
+    """Whether ``path`` has a ``.`` or ``..`` segment (string tests: a regular
+    expression anchored on ``^|/`` costs a microsecond a link)."""
+    if "." not in path:
+        return False
+    padded = f"/{path}/"
+    return "/./" in padded or "/../" in padded
 
 
 @lru_cache(maxsize=4096)
@@ -82,41 +92,93 @@ def _resolve(base: str, href: str) -> tuple[str, str] | None:
     return parts.netloc.lower(), f"{parts.scheme}://{parts.netloc.lower()}{parts.path or '/'}"
 
 
-def _links(url: str, hrefs: list[str]) -> Iterator[tuple[str, str]]:
+def _links(url: str, hrefs: Iterable[str]) -> Iterator[tuple[str, str]]:
     """The links ``hrefs`` of the page at ``url``, resolved as :func:`_resolve`
     resolves them: string operations for a plain path (absolute, relative or a
     whole HTTP URL), ``urljoin`` for anything with dot segments or odd forms."""
+    for host, link, _ in _keyed_links(url, hrefs):
+        yield host, link
+
+
+def _keyed_links(
+    url: str, hrefs: Iterable[str], memo: _Memo | None = None
+) -> Iterator[tuple[str, str, int]]:
+    """:func:`_links` with each link's :func:`_key`. The links of root-relative
+    paths and of whole HTTP(S) URLs resolved by string operations depend on the
+    page's origin only: with ``memo``, they are read from it (and added to it,
+    see :class:`_Memo`) rather than resolved and hashed again."""
     page = _resolve(url, "")
     if page is None:
-        yield from filter(None, (_resolve(url, h.strip()) for h in hrefs))
+        for href in hrefs:
+            link = _resolve(url, href.strip())
+            if link is not None:
+                yield *link, _key(link[1])
         return
     host, own = page
     origin = own[: own.index("/", own.index("//") + 2)]
     own_path = own[len(origin):]
     odd_base = "//" in own_path  # urljoin drops its empty segments too
     folder = own[: own.rfind("/") + 1]
-    for href in hrefs:
-        href = href.strip()
+    known = memo.of(origin) if memo is not None else {}
+    for raw in hrefs:
+        keyed = known.get(raw)
+        if keyed is not None:
+            yield keyed
+            continue
+        href = raw.strip()
         if not href or href[0] == "#":
             continue
         path = href.split("#", 1)[0].split("?", 1)[0]
+        origin_only = False  # whether the link depends on the page's origin only
         if not path:  # a query of this page
-            yield host, own
-            continue
-        if path[0] != "/" and ":" in path.split("/", 1)[0]:  # a scheme
+            link = host, own
+        elif path[0] != "/" and ":" in path.split("/", 1)[0]:  # a scheme
             link = _absolute(path)
             if link is False:  # not a plain HTTP(S) URL
                 link = _resolve(url, href)
+            else:
+                origin_only = True
         elif path.startswith("//") or _UNSAFE.search(path):
             link = _resolve(url, href)  # another host, or urljoin's rules for odd paths
-        elif _DOTS.search(path) or (odd_base and path[0] != "/"):
+        elif "//" in path or _dot_segment(path) or (odd_base and path[0] != "/"):
             link = host, origin + _join(own_path, path)
+            origin_only = path[0] == "/"
         elif path[0] == "/":
             link = host, origin + path
+            origin_only = True
         else:
             link = host, folder + path
         if link is not None:
-            yield link
+            keyed = link[0], link[1], _key(link[1])
+            if origin_only:
+                known[raw] = keyed
+            yield keyed
+
+
+class _Memo:
+    """The resolved, hashed links of hrefs whose link depends on the page's origin
+    only (whole URLs, root-relative paths), by origin and href: the pages of a site
+    repeat most of theirs (navigation). Holds about :data:`MEMO_SIZE` entries at
+    most: when more, all are dropped (the pages read next fill it again)."""
+
+    def __init__(self) -> None:
+        self._origins: dict[str, dict[str, tuple[str, str, int]]] = {}
+        self._size = 0  # entries, but those added to ``_last`` since it was handed out
+        self._last: dict[str, tuple[str, str, int]] = {}
+        self._last_size = 0
+
+    def __len__(self) -> int:
+        return self._size + len(self._last) - self._last_size
+
+    def of(self, origin: str) -> dict[str, tuple[str, str, int]]:
+        """The links known of ``origin``'s hrefs, for one page to read and add to."""
+        self._size = len(self)
+        if self._size >= MEMO_SIZE:
+            self._origins.clear()
+            self._size = 0
+        known = self._origins.setdefault(origin, {})
+        self._last, self._last_size = known, len(known)
+        return known
 
 
 def _join(base: str, path: str) -> str:
@@ -155,7 +217,7 @@ def _absolute(path: str) -> tuple[str, str] | Literal[False]:
         return False
     cut = rest.find("/")
     netloc, rest = (rest, "/") if cut < 0 else (rest[:cut], rest[cut:])
-    if _ODD_HOST.search(netloc) or _ODD.search(rest):
+    if not netloc or _ODD_HOST.search(netloc) or _UNSAFE.search(rest) or _dot_segment(rest):
         return False
     netloc = netloc.lower()
     return netloc, f"{scheme}://{netloc}{rest}"
@@ -198,6 +260,7 @@ class DeliveredLinks:
     def __init__(self) -> None:
         self._links: set[int] = set()
         self.hosts: set[str] = set()
+        self._memo = _Memo()
 
     def __len__(self) -> int:
         return len(self._links)
@@ -212,7 +275,8 @@ class DeliveredLinks:
             host = resolved[0]
             self.hosts.add(host)
         links = self._links
-        new = {_key(link) for _, link in _links(url, hrefs[:MAX_LINKS])} - links
+        unique = set(hrefs[:MAX_LINKS])  # each href once: pages repeat theirs
+        new = {key for _, _, key in _keyed_links(url, unique, self._memo)} - links
         links |= new
         return list(new), host
 
@@ -233,10 +297,9 @@ class DeliveredLinks:
         if len(hrefs) > MAX_LINKS:
             return hrefs[MAX_LINKS].strip()
         links = self._links
-        for host, target in _links(url, hrefs):
-            if host not in hosts or target in (own, kept_base):
-                continue
-            if _key(target) in links:
+        # each href once, in order: the first uncovered link is the same
+        for host, target, key in _keyed_links(url, dict.fromkeys(hrefs), self._memo):
+            if key in links or host not in hosts or target in (own, kept_base):
                 continue
             if swap is not None and target.startswith(swap[0]):
                 mapped = swap[1] + target[len(swap[0]):]

@@ -698,7 +698,9 @@ def _hrefs(response: HtmlResponse) -> list[str]:
         root = response.selector.root
     except ValueError:
         root = parse_html(response.body)
-    return page_links(root) if root is not None else []
+        return page_links(root) if root is not None else []
+    with plain_elements(root):  # as analyse_response reads it: no element is kept
+        return page_links(root)
 
 
 def _spider_name(crawler: Crawler) -> str:

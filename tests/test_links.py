@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import html
@@ -174,3 +175,37 @@ def test_links_resolve_as_urljoin_does(url, hrefs):
 
     expected = [_resolve(url, h.strip()) for h in hrefs if h.strip() and h.strip()[0] != "#"]
     assert list(_links(url, hrefs)) == [link for link in expected if link is not None]
+
+
+_page_url = st.sampled_from(["https://h/", "https://H/a/b.html?x", "http://h/a/", "http://h",
+                             "https://h/a//b/c.html", "https://m/x/", "https://h:81/a/b;s=1",
+                             "mailto:x@h"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=st.lists(_href, min_size=1, max_size=8),
+       pages=st.lists(st.tuples(_page_url, st.lists(st.integers(0, 7), max_size=8)), max_size=8),
+       copy=st.tuples(_page_url, st.lists(st.integers(0, 7), max_size=8)), kept=_page_url,
+       size=st.integers(1, 12))
+def test_memo_gives_the_links_it_would_resolve(pool, pages, copy, kept, size):
+    """The memo of resolved links, warm or cold, small or not, changes no answer,
+    and holds at most ``MEMO_SIZE`` entries plus one page's."""
+    import scrapy_simhash.links as links_module
+    from scrapy_simhash.links import _key, _links
+
+    def hrefs(picks: list[int]) -> list[str]:  # hrefs of a pool: pages share theirs
+        return [pool[i % len(pool)] for i in picks]
+
+    links = DeliveredLinks()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(links_module, "MEMO_SIZE", size)
+        for url, picks in pages * 2:  # each page twice: read from the memo the second time
+            links.record(url, hrefs(picks))
+            assert len(links._memo) <= size + len(picks)
+            # a copy checked with the memo warm, and cold: the same answer
+            cold = DeliveredLinks()
+            cold._links, cold.hosts = links._links, links.hosts
+            assert links.uncovered(copy[0], hrefs(copy[1]), kept) == \
+                cold.uncovered(copy[0], hrefs(copy[1]), kept)
+    expected = {_key(link) for url, picks in pages for _, link in _links(url, hrefs(picks))}
+    assert links._links == expected

@@ -164,10 +164,13 @@ def own_evidence(
         main = page.main
         main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
         main_bins = shingle_sketch(main_parts)[:MAIN_BINS]
+    own_key = _exact(parts)
+    # every block its own (no template known, or none of its blocks): one key twice
+    page_key = own_key if len(parts) == len(folded) else _exact(folded)
     return Evidence(
         own_bins
-        + _exact(parts).to_bytes(6, "little")
-        + _exact(folded).to_bytes(6, "little")
+        + own_key.to_bytes(6, "little")
+        + page_key.to_bytes(6, "little")
         + (min(everything, _WORDS_MASK) | _TRUSTED * trusted).to_bytes(2, "little")
         + meta.to_bytes(2, "little")
         + main_bins,
@@ -196,7 +199,12 @@ def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: lis
     :data:`SMALL_OWN` of its words are in blocks no other kept page holds, and
     those are at least half of the page's such words (link lists aside)."""
     main = page.main
-    in_main = {" ".join(text.split()) for text in (*main.headings, *main.blocks, *main.code)}
+    # most main texts are blocks' texts (the same strings): folded once
+    fold = {raw: text for text, (raw, _) in zip(folded, page.blocks)}
+    in_main = {
+        fold[text] if text in fold else " ".join(text.split())
+        for text in (*main.headings, *main.blocks, *main.code)
+    }
     main_words = page_words = 0
     for text, (raw, link), size, common in zip(folded, page.blocks, sizes, recurring):
         if common:
