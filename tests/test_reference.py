@@ -38,6 +38,9 @@ def shape(line: str) -> str:
     line = re.sub(r"(?<![\w:/])/[\w.-]+(?:/[\w.-]+)+", "PATH", line)
     line = re.sub(r"\b[0-9a-f]{16}\b", "HEX", line)
     line = re.sub(r"(?<![\w.])\d[\d,]*(\.\d+)?", "N", line)
+    # which URL rule skips first depends on the order Scrapy fetches in (a printer
+    # copy linking further is delivered, not dropped, and its rule may not activate)
+    line = re.sub(r"\brule .+? maps it to", "rule RULE maps it to", line)
     # "1 rejected candidate", "2 rejected candidates": one shape
     return re.sub(r"\bN ((?:[a-z-]+ )?[a-z-]+?)s\b", r"N \1", line)
 
