@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Literal
 from functools import lru_cache
+from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 import xxhash
@@ -92,21 +92,16 @@ def _resolve(base: str, href: str) -> tuple[str, str] | None:
     return parts.netloc.lower(), f"{parts.scheme}://{parts.netloc.lower()}{parts.path or '/'}"
 
 
-def _links(url: str, hrefs: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """The links ``hrefs`` of the page at ``url``, resolved as :func:`_resolve`
-    resolves them: string operations for a plain path (absolute, relative or a
-    whole HTTP URL), ``urljoin`` for anything with dot segments or odd forms."""
-    for host, link, _ in _keyed_links(url, hrefs):
-        yield host, link
-
-
 def _keyed_links(
     url: str, hrefs: Iterable[str], memo: _Memo | None = None
 ) -> Iterator[tuple[str, str, int]]:
-    """:func:`_links` with each link's :func:`_key`. The links of root-relative
-    paths and of whole HTTP(S) URLs resolved by string operations depend on the
-    page's origin only: with ``memo``, they are read from it (and added to it,
-    see :class:`_Memo`) rather than resolved and hashed again."""
+    """The links ``hrefs`` of the page at ``url``, resolved as :func:`_resolve`
+    resolves them, as (host, link, :func:`_key`): string operations for a plain
+    path (absolute, relative or a whole HTTP URL), ``urljoin`` for anything with
+    dot segments or odd forms. The links of root-relative paths and of whole
+    HTTP(S) URLs resolved by string operations depend on the page's origin only:
+    with ``memo``, they are read from it (and added to it, see :class:`_Memo`)
+    rather than resolved and hashed again."""
     page = _resolve(url, "")
     if page is None:
         for href in hrefs:
@@ -265,7 +260,7 @@ class DeliveredLinks:
     def __len__(self) -> int:
         return len(self._links)
 
-    def record(self, url: str, hrefs: list[str]) -> tuple[list[int], str | None]:
+    def record(self, url: str, hrefs: list[str]) -> tuple[set[int], str | None]:
         """Add the links of the page at ``url`` (delivered to the spider); return
         what was new (the link hashes, and the page's host or None), for a
         :class:`~scrapy_simhash.link_state.LinkLog` to keep."""
@@ -278,7 +273,7 @@ class DeliveredLinks:
         unique = set(hrefs[:MAX_LINKS])  # each href once: pages repeat theirs
         new = {key for _, _, key in _keyed_links(url, unique, self._memo)} - links
         links |= new
-        return list(new), host
+        return new, host
 
     def restore(self, keys: Iterable[int], hosts: Iterable[str]) -> None:
         """Add link hashes and hosts kept by an earlier part of the crawl."""

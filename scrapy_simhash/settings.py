@@ -23,9 +23,9 @@ from scrapy.settings import BaseSettings
 from scrapy_simhash.backends import BUILTIN_BACKENDS, Backend, backend_problem, load_backend
 from scrapy_simhash.backends.redis import DEFAULT_QUEUE_SIZE, DEFAULT_TIMEOUT, URL_FORMATS
 from scrapy_simhash.backends.state import STATE_FILE
-from scrapy_simhash.link_state import LINKS_FILE
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_FEATURES
 from scrapy_simhash.index import TableLayout
+from scrapy_simhash.link_state import LINKS_FILE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

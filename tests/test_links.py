@@ -170,11 +170,12 @@ _href = st.text(st.sampled_from("ab./:?#\\%é \t-_Hh;"), max_size=12) | st.sampl
                             "http://h/a/b;s=1", "https://h/a//b/c.html"]),
        hrefs=st.lists(_href, max_size=8))
 def test_links_resolve_as_urljoin_does(url, hrefs):
-    """The string path of ``_links`` gives what ``urljoin`` gives."""
-    from scrapy_simhash.links import _links, _resolve
+    """The string path of ``_keyed_links`` gives what ``urljoin`` gives."""
+    from scrapy_simhash.links import _keyed_links, _resolve
 
     expected = [_resolve(url, h.strip()) for h in hrefs if h.strip() and h.strip()[0] != "#"]
-    assert list(_links(url, hrefs)) == [link for link in expected if link is not None]
+    found = [(host, link) for host, link, _ in _keyed_links(url, hrefs)]
+    assert found == [link for link in expected if link is not None]
 
 
 _page_url = st.sampled_from(["https://h/", "https://H/a/b.html?x", "http://h/a/", "http://h",
@@ -191,7 +192,7 @@ def test_memo_gives_the_links_it_would_resolve(pool, pages, copy, kept, size):
     """The memo of resolved links, warm or cold, small or not, changes no answer,
     and holds at most ``MEMO_SIZE`` entries plus one page's."""
     import scrapy_simhash.links as links_module
-    from scrapy_simhash.links import _key, _links
+    from scrapy_simhash.links import _key, _keyed_links
 
     def hrefs(picks: list[int]) -> list[str]:  # hrefs of a pool: pages share theirs
         return [pool[i % len(pool)] for i in picks]
@@ -207,5 +208,6 @@ def test_memo_gives_the_links_it_would_resolve(pool, pages, copy, kept, size):
             cold._links, cold.hosts = links._links, links.hosts
             assert links.uncovered(copy[0], hrefs(copy[1]), kept) == \
                 cold.uncovered(copy[0], hrefs(copy[1]), kept)
-    expected = {_key(link) for url, picks in pages for _, link in _links(url, hrefs(picks))}
+    expected = {_key(link) for url, picks in pages
+                for _, link, _ in _keyed_links(url, hrefs(picks))}  # fmt: skip
     assert links._links == expected

@@ -295,7 +295,7 @@ def _read_string(client: Any, name: str, length: int) -> bytes:
 
 def _read_hash(client: Any, name: str) -> dict[bytes, bytes]:
     """Every field of the hash ``name``, by HSCANs of about 250 fields (an HGETALL
-    of a million URLs held a test server 0.9 s, every other client waiting)."""
+    of a million URLs would hold every other client of the node while it runs)."""
     return dict(client.hscan_iter(name, count=250))
 
 
