@@ -418,9 +418,8 @@ class SimhashMiddleware:
                 template.learn(analysis.evidence.block_hashes)
                 self._backend_error(exc)
                 return
-            if duplicate is None or _same_page(response.url, duplicate.url) or (
-                request is not None and request.dont_filter
-            ):
+            again = duplicate is not None and _same_page(response.url, duplicate.url)
+            if duplicate is None or again or (request is not None and request.dont_filter):
                 # A page kept as distinct teaches its site's template; a copy
                 # never does (its blocks would pass for template).
                 template.learn(analysis.evidence.block_hashes)
@@ -433,7 +432,7 @@ class SimhashMiddleware:
                 spider=self.crawler.spider,
             )
             return
-        if _same_page(response.url, duplicate.url):
+        if again:
             # This URL was indexed before but is fetched again (its earlier
             # response may never have reached the spider, e.g. before a crash).
             self.stats.inc_value("simhash/self_match_count")
