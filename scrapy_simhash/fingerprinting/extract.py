@@ -525,7 +525,8 @@ class _Walker:
     """
 
     __slots__ = (
-        "chars", "elements", "read", "scan_chars", "scan_elements", "items", "name_chars", "names"
+        "chars", "elements", "read", "scan_chars", "scan_elements", "items", "name_chars", "names",
+        "walked",
     )
 
     def __init__(self) -> None:
@@ -537,6 +538,9 @@ class _Walker:
         self.items = 0  # blocks and placeholders made
         self.name_chars = MAX_NAME_CHARS  # left to classify class/id values
         self.names: dict[str, bool] = {}  # class/id value -> names a template part
+        # placeholder -> its subtree's items, once a guard or fallback walked it
+        # (:func:`_all_blocks` gives such a subtree as its blocks)
+        self.walked: dict = {}
 
     def boiler(self, value: str) -> bool:
         """Whether a class/id value names a template part (:func:`_is_boiler_name`),
@@ -748,11 +752,9 @@ class _Walker:
             elif (
                 item.chars > (weak_limit if item.weak else limit)
             ) and self.items < MAX_ITEMS:
-                sub, sub_spans = self.expand(
-                    *self.run(item.el, item.kind, item.in_link, item.in_main, item.depth),
-                    limit,
-                    weak_limit,
-                )
+                walked = self.run(item.el, item.kind, item.in_link, item.in_main, item.depth)
+                self.walked[item] = walked[0]
+                sub, sub_spans = self.expand(*walked, limit, weak_limit)
                 base = len(out)
                 out.extend(sub)
                 out_spans.extend((first + base, end + base) for first, end in sub_spans)
@@ -1066,14 +1068,25 @@ def _all_blocks(items: list, walker: _Walker) -> list:
     """Every visible block of the page as ``(text, kind, link characters)``:
     the blocks of the first walk, and each soft-dropped subtree as one block
     of its text (no rule applied: a template's menus and footers are blocks
-    like any other). The subtrees' text counts against
-    :data:`MAX_READ_CHARS` with the walks': past it the page is cut (not
-    :func:`_complete`)."""
+    like any other); one dropped for its class/id name alone (a menu by
+    name, or a misnamed wrapper holding the article) as the blocks the walk
+    reads in it, as in any part of the page: so the template a site's pages
+    repeat is told from a page's own text inside such a wrapper too. The subtrees' text
+    counts against :data:`MAX_READ_CHARS` with the walks': past it the page
+    is cut (not :func:`_complete`)."""
     out = []
+    walked = walker.walked
     for item in items:
         if item.__class__ is not _Dropped:
             out.append(item)
             continue
+        if item.weak:  # dropped for its class/id only: read as the walk reads a page
+            inner = walked.get(item)
+            if inner is None and walker.items < MAX_ITEMS:
+                inner = walker.run(item.el, item.kind, item.in_link, item.in_main, item.depth)[0]
+            if inner is not None:
+                out.extend(_all_blocks(inner, walker))
+                continue
         read = _subtree_text(item.el, MAX_READ_CHARS - walker.read)
         if read is None:
             walker.read = MAX_READ_CHARS  # cut: the page's text is not all there
