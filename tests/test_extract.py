@@ -383,3 +383,26 @@ def test_title_and_attributes_are_read_up_to_their_budgets():
     main = extract(page)
     assert len(main.title) == MAX_TITLE_CHARS - 1  # "word word ... word" without the last space
     assert main.blocks == ["kept text " * 30]  # the sidebar past the cut is not read
+
+
+def test_blocks_of_a_subtree_dropped_for_its_name_are_its_blocks():
+    """A subtree dropped for its class/id name alone (here a misnamed wrapper
+    holding the article) is given in ``PageText.blocks`` as the blocks the
+    walk reads in it, so a site's repeated menu inside it is a block of its
+    own (template learning can tell it from the article); a landmark
+    (``<footer>``) stays one block of its whole text."""
+    from scrapy_simhash.fingerprinting.extract import extract_page
+
+    page = f"""<html><head><title>Night trains</title></head><body>
+    <div id="navigation-container">
+      <ul><li><a href="/a">Home</a></li><li><a href="/b">News</a></li></ul>
+      {ARTICLE}
+    </div>
+    <footer><p>Imprint</p><p>Contact us</p></footer>
+    </body></html>"""
+    found = extract_page(parse_html(page))
+    texts = [" ".join(text.split()) for text, _ in found.blocks]
+    assert "Home" in texts and "News" in texts  # the menu's items, not the wrapper whole
+    assert any(t.startswith("The railway company") for t in texts)
+    assert any("Imprint" in t and "Contact us" in t for t in texts)  # the landmark: one block
+    assert found.complete
