@@ -927,10 +927,11 @@ class PageText(NamedTuple):
     #: Every visible text of the page in document order, whatever the rules
     #: above decided (template, link lists and hidden parts included; within
     #: the walk's budgets), as ``(text, link characters)``: the title first,
-    #: the blocks of the walk, and each soft-dropped subtree (a menu, a
-    #: footer) as one block. What the drop decision reads beside the main text, so that a
-    #: wrong main text cannot hide what a page holds
-    #: (:mod:`scrapy_simhash.fingerprinting.template`).
+    #: the blocks of the walk, and each soft-dropped landmark (a ``<nav>``
+    #: menu, a footer) as one block (a subtree dropped for its class/id name
+    #: alone as the blocks the walk reads in it). What the drop decision reads
+    #: beside the main text, so that a wrong main text cannot hide what a page
+    #: holds (:mod:`scrapy_simhash.fingerprinting.template`).
     blocks: list[tuple[str, int]]
     #: Whether ``blocks`` hold the whole page: False when a budget of the walk
     #: (:data:`MAX_ELEMENTS`, :data:`MAX_TEXT_CHARS`, :data:`MAX_READ_CHARS`,
