@@ -112,12 +112,25 @@ def test_feature_hashes_match(features, seed):
 
 
 @needs_compiled
-@settings(max_examples=300, deadline=None)
-@given(_TOKENS, st.integers(1, 6), st.integers(0, 2**64 - 1))
-def test_sketch_matches(tokens, n, seed):
-    words = [t.encode("utf-8", "surrogatepass") for t in tokens]
-    reference = SG.sketch_of_hashes(F.shingle_hashes(F.token_hashes(tokens, seed), n))
-    assert COMPILED.sketch(words, n, seed, DIGEST) == reference
+@settings(max_examples=500, deadline=None)
+@given(st.text() | st.lists(_WORDS | st.text(max_size=6)).map(" ".join), st.integers(1, 6),
+       st.integers(0, 2**64 - 1))
+def test_words_sketch_matches(text, n, seed):
+    """The general path's compiled word scan: ``re``'s ``\\w+`` words of any
+    Unicode text (lone surrogates included), hashed as UTF-8, shingled."""
+    words = [w.encode("utf-8", "surrogatepass") for w in re.findall(r"\w+", text)]
+    reference = SG.sketch_of_hashes(F.shingle_hashes(F.word_hashes(words, seed), n))
+    assert COMPILED.words_sketch(text, n, seed, DIGEST) == reference
+
+
+@needs_compiled
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text() | st.text(alphabet=" \t\n\x0b\x1c\x85\xa0\u2028\u3000\u200bx\u00e9\u6771",
+                                    max_size=12)))
+def test_folded_matches(texts):
+    folded, words = COMPILED.folded(texts)
+    with python_loops():
+        assert (folded, words) == SG._folded(texts)
 
 
 # ---------------------------------------------------------------- the sketch's words

@@ -12,7 +12,7 @@ per distinct token, so the hash function has one definition.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdint cimport uint8_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
 
@@ -22,6 +22,10 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
     int PyUnicode_1BYTE_KIND
+    Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch) noexcept nogil
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value) noexcept nogil
 
 import numpy as np
 
@@ -154,24 +158,6 @@ cdef bytes _minhash(const uint64_t* hashes, Py_ssize_t count, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<char*>out, 64)
 
 
-def sketch(list words, Py_ssize_t n, object seed, object digest, bint encoded=True):
-    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
-    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of
-    ``words`` (UTF-8 bytes; ``str`` when not ``encoded``, each distinct word
-    then encoded once, surrogates passed)."""
-    cdef Py_ssize_t count = len(words)
-    if not count:
-        return _minhash(NULL, 0, n)
-    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
-    if hashes == NULL:
-        raise MemoryError()
-    try:
-        _hash_tokens(words, hashes, seed, digest, encoded)
-        return _minhash(hashes, count, n)
-    finally:
-        PyMem_Free(hashes)
-
-
 def spots(list tokens, dict counts, double weight, frozenset ante):
     """features.spots with CHAIN == 1: each antecedent with the next token that
     is not one, its weight added in ``counts``."""
@@ -221,12 +207,71 @@ def feature_hashes(dict features, object seed, object digest):
     return result
 
 
+# ---------------------------------------------------------------- folded blocks
+
+
+def folded(list texts):
+    """``[" ".join(text.split()) for text in texts]`` (each run of white space,
+    as ``str.split`` reads it, one space; none at either end), and the words
+    of each folded text (0 when it is empty). A text already folded is
+    returned as it is."""
+    cdef list out = [], sizes = []
+    cdef int kind
+    cdef const void* data
+    cdef void* buf
+    cdef Py_ssize_t length, i, k, words
+    cdef uint32_t c
+    cdef bint space, changed
+    for text in texts:
+        kind = PyUnicode_KIND(text)
+        data = PyUnicode_DATA(text)
+        length = PyUnicode_GET_LENGTH(<str?>text)
+        words = 0
+        space = True  # before the first character
+        changed = False
+        for i in range(length):
+            c = PyUnicode_READ(kind, data, i)
+            if Py_UNICODE_ISSPACE(c):
+                changed |= space or c != 0x20
+                space = True
+            else:
+                words += space
+                space = False
+        if length and space:  # white space at the end
+            changed = True
+        sizes.append(words)
+        if not changed:
+            out.append(text)
+            continue
+        buf = PyMem_Malloc(length * kind + 1)
+        if buf == NULL:
+            raise MemoryError()
+        try:
+            k = 0
+            space = False
+            for i in range(length):
+                c = PyUnicode_READ(kind, data, i)
+                if Py_UNICODE_ISSPACE(c):
+                    space = k > 0
+                else:
+                    if space:
+                        PyUnicode_WRITE(kind, buf, k, 0x20)
+                        k += 1
+                        space = False
+                    PyUnicode_WRITE(kind, buf, k, c)
+                    k += 1
+            out.append(PyUnicode_FromKindAndData(kind, buf, k))
+        finally:
+            PyMem_Free(buf)
+    return out, sizes
+
+
 # ---------------------------------------------------------------- Latin-1 text
-# Both functions read a lower-cased ``str`` whose characters all fit in one
-# byte (CPython's 1-byte kind: Latin-1) through a 256-byte table, the one the
-# Python fast path gives ``bytes.translate``: 0x20 separates words, 0 marks a
-# character NFKC changes (the text needs the general path: None), 1 a digit;
-# any other value keeps the character.
+# latin1_tokens and latin1_sketch read a lower-cased ``str`` whose characters
+# all fit in one byte (CPython's 1-byte kind: Latin-1) through a 256-byte
+# table, the one the Python fast path gives ``bytes.translate``: 0x20
+# separates words, 0 marks a character NFKC changes (the text needs the
+# general path: None), 1 a digit; any other value keeps the character.
 
 
 cdef inline object _latin1(const unsigned char* data, Py_ssize_t length):
@@ -278,6 +323,11 @@ def latin1_tokens(list parts, bytes table):
     return result
 
 
+# ---------------------------------------------------------------- the sketch of a text
+# Its words found in one pass over the ``str``'s characters (any kind), each
+# distinct one encoded and hashed once, shingled and minhashed in C.
+
+
 cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept nogil:
     cdef uint64_t h = 0xCBF29CE484222325ULL
     cdef Py_ssize_t i
@@ -286,95 +336,158 @@ cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept
     return h
 
 
-cdef bytes _utf8(const unsigned char* data, Py_ssize_t length):
-    """The UTF-8 bytes of ``length`` Latin-1 characters."""
-    cdef Py_ssize_t i, wide = 0, k = 0
-    for i in range(length):
-        wide += data[i] >= 0x80
-    if not wide:
-        return PyBytes_FromStringAndSize(<const char*>data, length)
-    out = PyBytes_FromStringAndSize(NULL, length + wide)
+cdef bytes _utf8(const void* data, int kind, Py_ssize_t start, Py_ssize_t end):
+    """The UTF-8 bytes (surrogates passed) of characters ``start:end`` of a
+    ``str``'s ``data`` of ``kind``."""
+    cdef Py_ssize_t i, size = 0, k = 0
+    cdef uint32_t c
+    for i in range(start, end):
+        c = PyUnicode_READ(kind, data, i)
+        size += 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
+    if kind == PyUnicode_1BYTE_KIND and size == end - start:
+        return PyBytes_FromStringAndSize(<const char*>data + start, size)
+    out = PyBytes_FromStringAndSize(NULL, size)
     cdef unsigned char* buf = <unsigned char*>PyBytes_AS_STRING(out)
-    for i in range(length):
-        if data[i] < 0x80:
-            buf[k] = data[i]
+    for i in range(start, end):
+        c = PyUnicode_READ(kind, data, i)
+        if c < 0x80:
+            buf[k] = <unsigned char>c
             k += 1
-        else:
-            buf[k] = 0xC0 | (data[i] >> 6)
-            buf[k + 1] = 0x80 | (data[i] & 0x3F)
+        elif c < 0x800:
+            buf[k] = 0xC0 | (c >> 6)
+            buf[k + 1] = 0x80 | (c & 0x3F)
             k += 2
+        elif c < 0x10000:
+            buf[k] = 0xE0 | (c >> 12)
+            buf[k + 1] = 0x80 | ((c >> 6) & 0x3F)
+            buf[k + 2] = 0x80 | (c & 0x3F)
+            k += 3
+        else:
+            buf[k] = 0xF0 | (c >> 18)
+            buf[k + 1] = 0x80 | ((c >> 12) & 0x3F)
+            buf[k + 2] = 0x80 | ((c >> 6) & 0x3F)
+            buf[k + 3] = 0x80 | (c & 0x3F)
+            k += 4
     return out
 
 
-def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object digest):
-    """sketch(words, n, seed, digest) of the words of a lower-cased text (the
-    sketch's table: digits kept), or None when it needs the general path. Each
-    distinct word is made a ``bytes`` and hashed once; repeated ones are found
-    in a table of their own."""
-    if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
-        return None
-    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
-    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
-    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
-    cdef Py_ssize_t i, j, start, count = 0, size, slot, mask
-    cdef unsigned char t
-    cdef bint inside = False
-    for i in range(length):  # count the words; give up on a character NFKC changes
-        t = tab[data[i]]
-        if t == 0:
-            return None
-        if t == 0x20:
-            inside = False
-        elif not inside:
-            inside = True
+cdef inline bint _is_word(uint32_t c) noexcept nogil:
+    """Whether ``re``'s ``\\w`` matches ``c`` in a ``str`` pattern: an
+    alphanumeric character (``str.isalnum``) or "_"."""
+    if c < 0x80:
+        return (0x61 <= c <= 0x7A) or (0x30 <= c <= 0x39) or (0x41 <= c <= 0x5A) or c == 0x5F
+    return Py_UNICODE_ISALNUM(c)
+
+
+cdef Py_ssize_t _words(str text, const unsigned char* table, Py_ssize_t* spans) except -2:
+    """Write the ``(start, end)`` of each word of ``text`` into ``spans`` (room
+    for ``len(text) + 1`` values) and return their number: runs of ``\\w``
+    (:func:`_is_word`), or with a ``table`` (a 1-byte text) of characters it
+    does not map to 0x20; -1 when the table maps one to 0."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), i, count = 0, start = -1
+    cdef const unsigned char* chars = <const unsigned char*>data
+    cdef bint word
+    for i in range(length):
+        if table != NULL:
+            if table[chars[i]] == 0:
+                return -1
+            word = table[chars[i]] != 0x20
+        else:
+            word = _is_word(PyUnicode_READ(kind, data, i))
+        if word:
+            if start < 0:
+                start = i
+        elif start >= 0:
+            spans[2 * count] = start
+            spans[2 * count + 1] = i
             count += 1
+            start = -1
+    if start >= 0:
+        spans[2 * count] = start
+        spans[2 * count + 1] = length
+        count += 1
+    return count
+
+
+cdef bytes _sketch(str text, const Py_ssize_t* spans, Py_ssize_t count, Py_ssize_t n,
+                   object seed, object digest):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
+    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of the
+    ``count`` words of ``text`` at ``spans`` (:func:`_words`), hashed as UTF-8.
+    Each distinct word is encoded and hashed once; repeated ones are found in
+    a table of their own."""
     if not count:
         return _minhash(NULL, 0, n)
-    size = 16
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
+    cdef Py_ssize_t size = 16, mask, slot, j, other, start, end
     while size < 2 * count:
         size *= 2
     mask = size - 1
-    cdef Py_ssize_t* starts = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* lengths = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
     cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
     cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
     cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
     cdef uint64_t key
     try:
-        if not (starts and lengths and hashes and slots and keys):
+        if not (hashes and slots and keys):
             raise MemoryError()
         for slot in range(size):
             slots[slot] = -1
-        j = 0
-        start = -1
-        for i in range(length + 1):
-            if i < length and tab[data[i]] != 0x20:
-                if start < 0:
-                    start = i
-                continue
-            if start < 0:
-                continue
-            starts[j] = start
-            lengths[j] = i - start
-            key = _fnv(data + start, i - start)
+        for j in range(count):
+            start = spans[2 * j]
+            end = spans[2 * j + 1]
+            key = _fnv(data + start * kind, (end - start) * kind)
             slot = <Py_ssize_t>(key & <uint64_t>mask)
             while True:
-                if slots[slot] < 0:  # a new word
+                other = slots[slot]
+                if other < 0:  # a new word
                     slots[slot] = j
                     keys[slot] = key
-                    hashes[j] = digest(_utf8(data + start, i - start), seed)
+                    hashes[j] = digest(_utf8(data, kind, start, end), seed)
                     break
-                if (keys[slot] == key and lengths[slots[slot]] == i - start
-                        and memcmp(data + starts[slots[slot]], data + start, i - start) == 0):
-                    hashes[j] = hashes[slots[slot]]
+                if (keys[slot] == key
+                        and spans[2 * other + 1] - spans[2 * other] == end - start
+                        and memcmp(data + spans[2 * other] * kind, data + start * kind,
+                                   (end - start) * kind) == 0):
+                    hashes[j] = hashes[other]
                     break
                 slot = (slot + 1) & mask
-            j += 1
-            start = -1
         return _minhash(hashes, count, n)
     finally:
-        PyMem_Free(starts)
-        PyMem_Free(lengths)
         PyMem_Free(hashes)
         PyMem_Free(slots)
         PyMem_Free(keys)
+
+
+cdef bytes _text_sketch(str text, const unsigned char* table, Py_ssize_t n, object seed,
+                        object digest):
+    """:func:`_sketch` of the words :func:`_words` finds, or None when it finds none
+    for want of the general path."""
+    cdef Py_ssize_t* spans = <Py_ssize_t*>PyMem_Malloc(
+        (PyUnicode_GET_LENGTH(text) + 1) * sizeof(Py_ssize_t))
+    if spans == NULL:
+        raise MemoryError()
+    try:
+        count = _words(text, table, spans)
+        return None if count < 0 else _sketch(text, spans, count, n, seed, digest)
+    finally:
+        PyMem_Free(spans)
+
+
+def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object digest):
+    """words_sketch of ``text`` lower-cased, by the sketch's Latin-1 table
+    (digits kept), or None when it needs the general path: a character beyond
+    Latin-1 (checked before lower-casing it) or one NFKC changes."""
+    if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
+        return None
+    return _text_sketch(text.lower(), <const unsigned char*>PyBytes_AS_STRING(table), n,
+                        seed, digest)
+
+
+def words_sketch(str text, Py_ssize_t n, object seed, object digest):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)) of
+    the words ``re.findall(r"\\w+", text)`` (UTF-8, surrogates passed): the
+    sketch's general path, on text already NFKC-normalised and lower-cased."""
+    return _text_sketch(text, NULL, n, seed, digest)

@@ -216,9 +216,25 @@ def sketch_words(texts: Sequence[str]) -> list[bytes]:
 
 
 def general_sketch_words(text: str) -> list[str]:
-    """:func:`sketch_words` of any text, as ``str``: ``\\w+`` of its NFKC,
-    lower-cased form."""
-    return _SKETCH_WORD.findall(unicodedata.normalize("NFKC", text).lower())
+    """:func:`sketch_words` of any text, as ``str``: ``\\w+`` of its
+    :func:`sketch_text`."""
+    return _SKETCH_WORD.findall(sketch_text(text))
+
+
+def sketch_text(text: str) -> str:
+    """The text the sketch's words are read from on its general path: NFKC,
+    lower-cased."""
+    return _nfkc(text).lower()
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, the ellipsis (U+2026) replaced
+    by its NFKC form first (which leaves the NFKC the same): it is what most
+    web pages that need normalising need it for, and a text that needs none
+    is only checked."""
+    if "\u2026" in text:
+        text = text.replace("\u2026", "...")
+    return unicodedata.normalize("NFKC", text)
 
 
 def _general(text: str, budget: TokenBudget | None) -> list[str]:
@@ -232,7 +248,7 @@ def _general(text: str, budget: TokenBudget | None) -> list[str]:
 
 def _tokenize(text: str) -> list[str]:
     """:func:`tokenize` for any text."""
-    text = unicodedata.normalize("NFKC", text)
+    text = _nfkc(text)
     # Marks are word characters when the text holds any (as written: the
     # mark lower-casing "İ" adds is not one).
     if "\u0130" in text and _HAS_MARKS.search(text) is None:

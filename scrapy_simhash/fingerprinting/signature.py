@@ -134,11 +134,10 @@ def own_evidence(
     when the page has no visible words; when a budget cut its walk (its text
     is not all there), one that confirms only a byte copy of ``body``, the
     page as it came (:func:`cut_sketch`; empty without it)."""
-    folded = [" ".join(text.split()) for text, _ in page.blocks]
+    folded, sizes = _folded([text for text, _ in page.blocks])
     hashes = block_hashes(folded, folded=True)
     if not page.complete:
         return Evidence(EMPTY_SKETCH if body is None else cut_sketch(body), hashes)
-    sizes = [text.count(" ") + 1 if text else 0 for text in folded]  # words
     everything = sum(sizes)
     if not everything:
         return Evidence(EMPTY_SKETCH, hashes)
@@ -176,6 +175,17 @@ def own_evidence(
         + main_bins,
         hashes,
     )
+
+
+def _folded(texts: list[str]) -> tuple[list[str], list[int]]:
+    """Each text with its runs of white space folded into one space (as
+    :func:`~scrapy_simhash.fingerprinting.template.block_hashes` reads it), and
+    its words; by the compiled token loops when they were built."""
+    compiled = _features._tokens
+    if compiled is not None:
+        return compiled.folded(texts)
+    folded = [" ".join(text.split()) for text in texts]
+    return folded, [text.count(" ") + 1 if text else 0 for text in folded]
 
 
 def cut_sketch(body: bytes | str) -> bytes:
@@ -234,12 +244,11 @@ def shingle_sketch(texts: list[str]) -> bytes:
     digest = xxhash.xxh3_64_intdigest
     joined = "\n".join(texts)
     found = compiled.latin1_sketch(
-        _features._separated(joined).lower(), _features._LATIN1_SKETCH_WORDS, SHINGLE,
-        SKETCH_SEED, digest,
+        _features._separated(joined), _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED,
+        digest,
     )
-    if found is None:  # sketch_words' general path, each distinct word encoded once
-        words = _features.general_sketch_words(joined)
-        found = compiled.sketch(words, SHINGLE, SKETCH_SEED, digest, False)
+    if found is None:  # sketch_words' general path: its words found in one compiled pass
+        found = compiled.words_sketch(_features.sketch_text(joined), SHINGLE, SKETCH_SEED, digest)
     return found
 
 
