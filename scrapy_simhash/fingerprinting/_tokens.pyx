@@ -267,11 +267,12 @@ def folded(list texts):
 
 
 # ---------------------------------------------------------------- Latin-1 text
-# latin1_tokens and latin1_sketch read a lower-cased ``str`` whose characters
-# all fit in one byte (CPython's 1-byte kind: Latin-1) through a 256-byte
-# table, the one the Python fast path gives ``bytes.translate``: 0x20
-# separates words, 0 marks a character NFKC changes (the text needs the
-# general path: None), 1 a digit; any other value keeps the character.
+# latin1_tokens and latin1_sketch read a ``str`` whose characters all fit in
+# one byte (CPython's 1-byte kind: Latin-1) through a 256-byte table, the one
+# the Python fast path gives ``bytes.translate``: 0x20 separates words, 0
+# marks a character NFKC changes (the text needs the general path: None), 1 a
+# digit (latin1_tokens); any other value is the character (latin1_sketch's
+# lower-cases it).
 
 
 cdef inline object _latin1(const unsigned char* data, Py_ssize_t length):
@@ -337,8 +338,8 @@ cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept
 
 
 cdef bytes _utf8(const void* data, int kind, Py_ssize_t start, Py_ssize_t end):
-    """The UTF-8 bytes (surrogates passed) of characters ``start:end`` of a
-    ``str``'s ``data`` of ``kind``."""
+    """The UTF-8 bytes (surrogates passed) of characters ``start:end`` of
+    ``data``, characters of ``kind`` (1, 2 or 4 bytes each)."""
     cdef Py_ssize_t i, size = 0, k = 0
     cdef uint32_t c
     for i in range(start, end):
@@ -379,21 +380,25 @@ cdef inline bint _is_word(uint32_t c) noexcept nogil:
     return Py_UNICODE_ISALNUM(c)
 
 
-cdef Py_ssize_t _words(str text, const unsigned char* table, Py_ssize_t* spans) except -2:
-    """Write the ``(start, end)`` of each word of ``text`` into ``spans`` (room
-    for ``len(text) + 1`` values) and return their number: runs of ``\\w``
-    (:func:`_is_word`), or with a ``table`` (a 1-byte text) of characters it
-    does not map to 0x20; -1 when the table maps one to 0."""
-    cdef int kind = PyUnicode_KIND(text)
-    cdef const void* data = PyUnicode_DATA(text)
-    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), i, count = 0, start = -1
-    cdef const unsigned char* chars = <const unsigned char*>data
+cdef Py_ssize_t _words(const void* data, int kind, Py_ssize_t length,
+                       const unsigned char* table, unsigned char* chars,
+                       Py_ssize_t* spans) noexcept nogil:
+    """Write the ``(start, end)`` of each word of a text into ``spans`` (room
+    for ``length + 1`` values) and return their number: runs of ``\\w``
+    (:func:`_is_word`); with a ``table`` (a 1-byte text), of characters it
+    does not map to 0x20, each one written to ``chars`` as the table maps it,
+    and -1 when it maps one to 0."""
+    cdef const unsigned char* text = <const unsigned char*>data
+    cdef Py_ssize_t i, count = 0, start = -1
+    cdef unsigned char t
     cdef bint word
     for i in range(length):
         if table != NULL:
-            if table[chars[i]] == 0:
+            t = table[text[i]]
+            if t == 0:
                 return -1
-            word = table[chars[i]] != 0x20
+            chars[i] = t
+            word = t != 0x20
         else:
             word = _is_word(PyUnicode_READ(kind, data, i))
         if word:
@@ -411,17 +416,15 @@ cdef Py_ssize_t _words(str text, const unsigned char* table, Py_ssize_t* spans) 
     return count
 
 
-cdef bytes _sketch(str text, const Py_ssize_t* spans, Py_ssize_t count, Py_ssize_t n,
-                   object seed, object digest):
+cdef bytes _sketch(const unsigned char* data, int kind, const Py_ssize_t* spans,
+                   Py_ssize_t count, Py_ssize_t n, object seed, object digest):
     """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
     the 64-byte b-bit one-permutation minhash of the ``n``-shingles of the
-    ``count`` words of ``text`` at ``spans`` (:func:`_words`), hashed as UTF-8.
-    Each distinct word is encoded and hashed once; repeated ones are found in
-    a table of their own."""
+    ``count`` words at ``spans`` (:func:`_words`) of characters ``data`` of
+    ``kind``, hashed as UTF-8. Each distinct word is encoded and hashed once;
+    repeated ones are found in a table of their own."""
     if not count:
         return _minhash(NULL, 0, n)
-    cdef int kind = PyUnicode_KIND(text)
-    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
     cdef Py_ssize_t size = 16, mask, slot, j, other, start, end
     while size < 2 * count:
         size *= 2
@@ -463,27 +466,39 @@ cdef bytes _sketch(str text, const Py_ssize_t* spans, Py_ssize_t count, Py_ssize
 
 cdef bytes _text_sketch(str text, const unsigned char* table, Py_ssize_t n, object seed,
                         object digest):
-    """:func:`_sketch` of the words :func:`_words` finds, or None when it finds none
+    """:func:`_sketch` of the words :func:`_words` finds (read from the
+    characters ``table`` maps them to, with one), or None when it finds none
     for want of the general path."""
-    cdef Py_ssize_t* spans = <Py_ssize_t*>PyMem_Malloc(
-        (PyUnicode_GET_LENGTH(text) + 1) * sizeof(Py_ssize_t))
-    if spans == NULL:
-        raise MemoryError()
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), count
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
+    cdef Py_ssize_t* spans = <Py_ssize_t*>PyMem_Malloc((length + 1) * sizeof(Py_ssize_t))
+    cdef unsigned char* chars = NULL
     try:
-        count = _words(text, table, spans)
-        return None if count < 0 else _sketch(text, spans, count, n, seed, digest)
+        if spans == NULL:
+            raise MemoryError()
+        if table != NULL:
+            chars = <unsigned char*>PyMem_Malloc(length + 1)
+            if chars == NULL:
+                raise MemoryError()
+        count = _words(data, kind, length, table, chars, spans)
+        if count < 0:
+            return None
+        if table != NULL:
+            return _sketch(chars, 1, spans, count, n, seed, digest)
+        return _sketch(data, kind, spans, count, n, seed, digest)
     finally:
         PyMem_Free(spans)
+        PyMem_Free(chars)
 
 
 def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object digest):
-    """words_sketch of ``text`` lower-cased, by the sketch's Latin-1 table
-    (digits kept), or None when it needs the general path: a character beyond
-    Latin-1 (checked before lower-casing it) or one NFKC changes."""
+    """words_sketch of ``text`` lower-cased, read through the sketch's Latin-1
+    table (word characters lower-cased, digits kept), or None when it needs
+    the general path: a character beyond Latin-1 or one NFKC changes."""
     if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
         return None
-    return _text_sketch(text.lower(), <const unsigned char*>PyBytes_AS_STRING(table), n,
-                        seed, digest)
+    return _text_sketch(text, <const unsigned char*>PyBytes_AS_STRING(table), n, seed, digest)
 
 
 def words_sketch(str text, Py_ssize_t n, object seed, object digest):

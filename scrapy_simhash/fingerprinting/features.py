@@ -181,11 +181,12 @@ def tokenize_many(
 
 # The sketch's words (:mod:`scrapy_simhash.fingerprinting.signature`): ``\w+``
 # of the NFKC, lower-cased text, digits and "_" kept. Its Latin-1 fast path is
-# the one above with its own table: word characters and "_" kept, the
-# characters NFKC changes into \x00 (the general path), the rest spaces.
+# the one above with its own table: word characters and "_" kept, lower-cased
+# (the compiled path reads a text through it without lower-casing it first),
+# the characters NFKC changes into \x00 (the general path), the rest spaces.
 _SKETCH_WORD = re.compile(r"\w+")
 _LATIN1_SKETCH_WORDS = bytes(
-    0 if b in _NFKC_CHANGED else b if chr(b).isalnum() or b == 0x5F else 0x20
+    0 if b in _NFKC_CHANGED else ord(chr(b).lower()) if chr(b).isalnum() or b == 0x5F else 0x20
     for b in range(256)
 )
 
