@@ -113,18 +113,6 @@ def test_feature_hashes_match(features, seed):
 
 @needs_compiled
 @settings(max_examples=500, deadline=None)
-@given(st.text() | st.lists(_WORDS | st.text(max_size=6)).map(" ".join), st.integers(1, 6),
-       st.integers(0, 2**64 - 1))
-def test_words_sketch_matches(text, n, seed):
-    """The general path's compiled word scan: ``re``'s ``\\w+`` words of any
-    Unicode text (lone surrogates included), hashed as UTF-8, shingled."""
-    words = [w.encode("utf-8", "surrogatepass") for w in re.findall(r"\w+", text)]
-    reference = SG.sketch_of_hashes(F.shingle_hashes(F.word_hashes(words, seed), n))
-    assert COMPILED.words_sketch(text, n, seed, DIGEST) == reference
-
-
-@needs_compiled
-@settings(max_examples=500, deadline=None)
 @given(st.lists(st.text() | st.text(alphabet=" \t\n\x0b\x1c\x85\xa0\u2028\u3000\u200bx\u00e9\u6771",
                                     max_size=12)))
 def test_folded_matches(texts):
@@ -183,6 +171,21 @@ def test_shingle_sketch_of_many_repeated_words_matches(blocks):
     compiled = SG.shingle_sketch(blocks)
     with python_loops():
         assert compiled == SG.shingle_sketch(blocks)
+
+
+@needs_compiled
+@settings(max_examples=500, deadline=None)
+@given(st.text() | st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20)).map("\n".join),
+       st.integers(1, 6), st.integers(0, 2**64 - 1))
+def test_text_sketch_matches(text, n, seed):
+    """The compiled sketch of any Unicode text (lone surrogates included), line
+    by line, Latin-1 lines through the table and others by the general path,
+    against its words as sketch_words reads them, hashed and shingled."""
+    words = _reference_words([text])
+    reference = SG.sketch_of_hashes(F.shingle_hashes(F.word_hashes(words, seed), n))
+    found = COMPILED.text_sketch(text, F._LATIN1_SKETCH_WORDS, F._SEPARATORS, F.sketch_text, n,
+                                 seed, DIGEST)
+    assert found == reference
 
 
 def test_separators_are_separators_everywhere():

@@ -11,7 +11,7 @@ per distinct token, so the hash function has one definition.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
@@ -325,8 +325,11 @@ def latin1_tokens(list parts, bytes table):
 
 
 # ---------------------------------------------------------------- the sketch of a text
-# Its words found in one pass over the ``str``'s characters (any kind), each
-# distinct one encoded and hashed once, shingled and minhashed in C.
+# sketch_words' words found line by line (no word spans a line break): a line
+# of Latin-1 characters NFKC keeps read through the sketch's Latin-1 table
+# (the separators of features._SEPARATORS spaces), any other line as its
+# general path reads it. Each word's UTF-8 bytes go to one buffer, each
+# distinct word is hashed once, and the shingles are minhashed in C.
 
 
 cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept nogil:
@@ -337,41 +340,6 @@ cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept
     return h
 
 
-cdef bytes _utf8(const void* data, int kind, Py_ssize_t start, Py_ssize_t end):
-    """The UTF-8 bytes (surrogates passed) of characters ``start:end`` of
-    ``data``, characters of ``kind`` (1, 2 or 4 bytes each)."""
-    cdef Py_ssize_t i, size = 0, k = 0
-    cdef uint32_t c
-    for i in range(start, end):
-        c = PyUnicode_READ(kind, data, i)
-        size += 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
-    if kind == PyUnicode_1BYTE_KIND and size == end - start:
-        return PyBytes_FromStringAndSize(<const char*>data + start, size)
-    out = PyBytes_FromStringAndSize(NULL, size)
-    cdef unsigned char* buf = <unsigned char*>PyBytes_AS_STRING(out)
-    for i in range(start, end):
-        c = PyUnicode_READ(kind, data, i)
-        if c < 0x80:
-            buf[k] = <unsigned char>c
-            k += 1
-        elif c < 0x800:
-            buf[k] = 0xC0 | (c >> 6)
-            buf[k + 1] = 0x80 | (c & 0x3F)
-            k += 2
-        elif c < 0x10000:
-            buf[k] = 0xE0 | (c >> 12)
-            buf[k + 1] = 0x80 | ((c >> 6) & 0x3F)
-            buf[k + 2] = 0x80 | (c & 0x3F)
-            k += 3
-        else:
-            buf[k] = 0xF0 | (c >> 18)
-            buf[k + 1] = 0x80 | ((c >> 12) & 0x3F)
-            buf[k + 2] = 0x80 | ((c >> 6) & 0x3F)
-            buf[k + 3] = 0x80 | (c & 0x3F)
-            k += 4
-    return out
-
-
 cdef inline bint _is_word(uint32_t c) noexcept nogil:
     """Whether ``re``'s ``\\w`` matches ``c`` in a ``str`` pattern: an
     alphanumeric character (``str.isalnum``) or "_"."""
@@ -380,52 +348,92 @@ cdef inline bint _is_word(uint32_t c) noexcept nogil:
     return Py_UNICODE_ISALNUM(c)
 
 
-cdef Py_ssize_t _words(const void* data, int kind, Py_ssize_t length,
-                       const unsigned char* table, unsigned char* chars,
-                       Py_ssize_t* spans) noexcept nogil:
-    """Write the ``(start, end)`` of each word of a text into ``spans`` (room
-    for ``length + 1`` values) and return their number: runs of ``\\w``
-    (:func:`_is_word`); with a ``table`` (a 1-byte text), of characters it
-    does not map to 0x20, each one written to ``chars`` as the table maps it,
-    and -1 when it maps one to 0."""
-    cdef const unsigned char* text = <const unsigned char*>data
-    cdef Py_ssize_t i, count = 0, start = -1
-    cdef unsigned char t
-    cdef bint word
-    for i in range(length):
-        if table != NULL:
-            t = table[text[i]]
-            if t == 0:
-                return -1
-            chars[i] = t
-            word = t != 0x20
+cdef struct _Words:
+    # the words' UTF-8 bytes, one after the other
+    unsigned char* bytes
+    Py_ssize_t size, room
+    # word i is bytes[ends[i - 1]:ends[i]] (ends[-1]: 0)
+    Py_ssize_t* ends
+    Py_ssize_t count, room_words
+    bint inside  # a word is being written
+
+
+cdef int _grow(_Words* w, Py_ssize_t more) except -1:
+    """Room for ``more`` bytes and one more word."""
+    cdef void* p
+    if w.size + more > w.room:
+        w.room = 2 * (w.size + more)
+        p = PyMem_Realloc(w.bytes, w.room)
+        if p == NULL:
+            raise MemoryError()
+        w.bytes = <unsigned char*>p
+    if w.count + 1 > w.room_words:
+        w.room_words = 2 * (w.count + 1)
+        p = PyMem_Realloc(w.ends, w.room_words * sizeof(Py_ssize_t))
+        if p == NULL:
+            raise MemoryError()
+        w.ends = <Py_ssize_t*>p
+    return 0
+
+
+cdef inline int _put(_Words* w, uint32_t c) except -1:
+    """Character ``c`` of a word, as UTF-8 (surrogates passed)."""
+    if w.size + 4 > w.room or w.count + 1 > w.room_words:
+        _grow(w, 4)
+    cdef unsigned char* out = w.bytes + w.size
+    if c < 0x80:
+        out[0] = <unsigned char>c
+        w.size += 1
+    elif c < 0x800:
+        out[0] = 0xC0 | (c >> 6)
+        out[1] = 0x80 | (c & 0x3F)
+        w.size += 2
+    elif c < 0x10000:
+        out[0] = 0xE0 | (c >> 12)
+        out[1] = 0x80 | ((c >> 6) & 0x3F)
+        out[2] = 0x80 | (c & 0x3F)
+        w.size += 3
+    else:
+        out[0] = 0xF0 | (c >> 18)
+        out[1] = 0x80 | ((c >> 12) & 0x3F)
+        out[2] = 0x80 | ((c >> 6) & 0x3F)
+        out[3] = 0x80 | (c & 0x3F)
+        w.size += 4
+    w.inside = True
+    return 0
+
+
+cdef inline void _end(_Words* w) noexcept nogil:
+    """The end of a word, if one is being written (room for it was made)."""
+    if w.inside:
+        w.ends[w.count] = w.size
+        w.count += 1
+        w.inside = False
+
+
+cdef int _read_words(_Words* w, str text) except -1:
+    """The ``\\w+`` words of ``text`` (``re``'s: runs of :func:`_is_word`)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t i
+    cdef uint32_t c
+    for i in range(PyUnicode_GET_LENGTH(text)):
+        c = PyUnicode_READ(kind, data, i)
+        if _is_word(c):
+            _put(w, c)
         else:
-            word = _is_word(PyUnicode_READ(kind, data, i))
-        if word:
-            if start < 0:
-                start = i
-        elif start >= 0:
-            spans[2 * count] = start
-            spans[2 * count + 1] = i
-            count += 1
-            start = -1
-    if start >= 0:
-        spans[2 * count] = start
-        spans[2 * count + 1] = length
-        count += 1
-    return count
+            _end(w)
+    _end(w)
+    return 0
 
 
-cdef bytes _sketch(const unsigned char* data, int kind, const Py_ssize_t* spans,
-                   Py_ssize_t count, Py_ssize_t n, object seed, object digest):
-    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
-    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of the
-    ``count`` words at ``spans`` (:func:`_words`) of characters ``data`` of
-    ``kind``, hashed as UTF-8. Each distinct word is encoded and hashed once;
-    repeated ones are found in a table of their own."""
+cdef bytes _minhash_words(_Words* w, Py_ssize_t n, object seed, object digest):
+    """_minhash of the words' hashes, each distinct word hashed once (found
+    again by a table of their FNV-1a hashes)."""
+    cdef Py_ssize_t count = w.count
     if not count:
         return _minhash(NULL, 0, n)
-    cdef Py_ssize_t size = 16, mask, slot, j, other, start, end
+    cdef Py_ssize_t size = 16, mask, slot, j, other, start, length
     while size < 2 * count:
         size *= 2
     mask = size - 1
@@ -433,29 +441,30 @@ cdef bytes _sketch(const unsigned char* data, int kind, const Py_ssize_t* spans,
     cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
     cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
     cdef uint64_t key
+    cdef const unsigned char* data = w.bytes
     try:
         if not (hashes and slots and keys):
             raise MemoryError()
         for slot in range(size):
             slots[slot] = -1
         for j in range(count):
-            start = spans[2 * j]
-            end = spans[2 * j + 1]
-            key = _fnv(data + start * kind, (end - start) * kind)
+            start = w.ends[j - 1] if j else 0
+            length = w.ends[j] - start
+            key = _fnv(data + start, length)
             slot = <Py_ssize_t>(key & <uint64_t>mask)
             while True:
                 other = slots[slot]
                 if other < 0:  # a new word
                     slots[slot] = j
                     keys[slot] = key
-                    hashes[j] = digest(_utf8(data, kind, start, end), seed)
+                    hashes[j] = digest(
+                        PyBytes_FromStringAndSize(<const char*>data + start, length), seed)
                     break
-                if (keys[slot] == key
-                        and spans[2 * other + 1] - spans[2 * other] == end - start
-                        and memcmp(data + spans[2 * other] * kind, data + start * kind,
-                                   (end - start) * kind) == 0):
-                    hashes[j] = hashes[other]
-                    break
+                if keys[slot] == key:
+                    if (w.ends[other] - (w.ends[other - 1] if other else 0) == length
+                            and memcmp(data + w.ends[other] - length, data + start, length) == 0):
+                        hashes[j] = hashes[other]
+                        break
                 slot = (slot + 1) & mask
         return _minhash(hashes, count, n)
     finally:
@@ -464,45 +473,51 @@ cdef bytes _sketch(const unsigned char* data, int kind, const Py_ssize_t* spans,
         PyMem_Free(keys)
 
 
-cdef bytes _text_sketch(str text, const unsigned char* table, Py_ssize_t n, object seed,
-                        object digest):
-    """:func:`_sketch` of the words :func:`_words` finds (read from the
-    characters ``table`` maps them to, with one), or None when it finds none
-    for want of the general path."""
-    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), count
+def text_sketch(str text, bytes table, str separators, object general, Py_ssize_t n,
+                object seed, object digest):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(sketch_words([text]),
+    seed), n)): the 64-byte b-bit one-permutation minhash of the ``n``-shingles
+    of the sketch's words of ``text``. Read line by line: a line of Latin-1
+    characters ``table`` does not map to 0 (and of ``separators``, spaces)
+    through ``table``; any other line as ``re``'s ``\\w+`` words of
+    ``general(line)`` (features.sketch_text: its NFKC, lower-cased form)."""
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
     cdef int kind = PyUnicode_KIND(text)
-    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
-    cdef Py_ssize_t* spans = <Py_ssize_t*>PyMem_Malloc((length + 1) * sizeof(Py_ssize_t))
-    cdef unsigned char* chars = NULL
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), start = 0, end, i
+    cdef uint32_t c
+    cdef unsigned char t
+    cdef bint latin1
+    cdef _Words w
+    w.bytes = NULL
+    w.ends = NULL
+    w.size = w.room = w.count = w.room_words = 0
+    w.inside = False
     try:
-        if spans == NULL:
-            raise MemoryError()
-        if table != NULL:
-            chars = <unsigned char*>PyMem_Malloc(length + 1)
-            if chars == NULL:
-                raise MemoryError()
-        count = _words(data, kind, length, table, chars, spans)
-        if count < 0:
-            return None
-        if table != NULL:
-            return _sketch(chars, 1, spans, count, n, seed, digest)
-        return _sketch(data, kind, spans, count, n, seed, digest)
+        _grow(&w, length + 16)
+        while start <= length:
+            end = start
+            latin1 = True
+            while end < length:
+                c = PyUnicode_READ(kind, data, end)
+                if c == 0x0A:
+                    break
+                if latin1 and (tab[c] == 0 if c <= 0xFF else <Py_UCS4>c not in separators):
+                    latin1 = False
+                end += 1
+            if latin1:
+                for i in range(start, end):
+                    c = PyUnicode_READ(kind, data, i)
+                    t = 0x20 if c > 0xFF else tab[c]
+                    if t != 0x20:
+                        _put(&w, t)
+                    else:
+                        _end(&w)
+                _end(&w)
+            else:
+                _read_words(&w, general(text[start:end]))
+            start = end + 1
+        return _minhash_words(&w, n, seed, digest)
     finally:
-        PyMem_Free(spans)
-        PyMem_Free(chars)
-
-
-def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object digest):
-    """words_sketch of ``text`` lower-cased, read through the sketch's Latin-1
-    table (word characters lower-cased, digits kept), or None when it needs
-    the general path: a character beyond Latin-1 or one NFKC changes."""
-    if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
-        return None
-    return _text_sketch(text, <const unsigned char*>PyBytes_AS_STRING(table), n, seed, digest)
-
-
-def words_sketch(str text, Py_ssize_t n, object seed, object digest):
-    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)) of
-    the words ``re.findall(r"\\w+", text)`` (UTF-8, surrogates passed): the
-    sketch's general path, on text already NFKC-normalised and lower-cased."""
-    return _text_sketch(text, NULL, n, seed, digest)
+        PyMem_Free(w.bytes)
+        PyMem_Free(w.ends)

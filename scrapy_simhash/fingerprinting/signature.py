@@ -241,15 +241,10 @@ def shingle_sketch(texts: list[str]) -> bytes:
     if compiled is None:
         words = sketch_words(texts)
         return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
-    digest = xxhash.xxh3_64_intdigest
-    joined = "\n".join(texts)
-    found = compiled.latin1_sketch(
-        _features._separated(joined), _features._LATIN1_SKETCH_WORDS, SHINGLE, SKETCH_SEED,
-        digest,
+    return compiled.text_sketch(
+        "\n".join(texts), _features._LATIN1_SKETCH_WORDS, _features._SEPARATORS,
+        _features.sketch_text, SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest,
     )
-    if found is None:  # sketch_words' general path: its words found in one compiled pass
-        found = compiled.words_sketch(_features.sketch_text(joined), SHINGLE, SKETCH_SEED, digest)
-    return found
 
 
 _BIN_SHIFT = np.uint64(64 - 6)  # log2(64) leading bits choose the bin
