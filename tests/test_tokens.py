@@ -188,6 +188,17 @@ def test_text_sketch_matches(text, n, seed):
     assert found == reference
 
 
+@needs_compiled
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text() | st.text(alphabet=_LATIN1 + _ANY, max_size=20)))
+def test_exact_hash_matches(texts):
+    """The exact key's hash of any Unicode texts (lone surrogates included),
+    Latin-1 texts lower-cased through the table, others by str.lower."""
+    compiled = SG._exact(texts)
+    with python_loops():
+        assert compiled == SG._exact(texts)
+
+
 def test_separators_are_separators_everywhere():
     """Each separator the fast paths turn into a space is, and stays after NFKC,
     a separator for the fingerprint's tokenizer and for the sketch's ``\\w+``,

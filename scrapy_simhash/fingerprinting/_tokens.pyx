@@ -223,9 +223,9 @@ def folded(list texts):
     cdef uint32_t c
     cdef bint space, changed
     for text in texts:
+        length = PyUnicode_GET_LENGTH(<str?>text)
         kind = PyUnicode_KIND(text)
         data = PyUnicode_DATA(text)
-        length = PyUnicode_GET_LENGTH(<str?>text)
         words = 0
         space = True  # before the first character
         changed = False
@@ -267,12 +267,12 @@ def folded(list texts):
 
 
 # ---------------------------------------------------------------- Latin-1 text
-# latin1_tokens and latin1_sketch read a ``str`` whose characters all fit in
-# one byte (CPython's 1-byte kind: Latin-1) through a 256-byte table, the one
-# the Python fast path gives ``bytes.translate``: 0x20 separates words, 0
-# marks a character NFKC changes (the text needs the general path: None), 1 a
-# digit (latin1_tokens); any other value is the character (latin1_sketch's
-# lower-cases it).
+# latin1_tokens (and text_sketch, a line at a time) read a ``str`` whose
+# characters all fit in one byte (CPython's 1-byte kind: Latin-1) through a
+# 256-byte table, the one the Python fast path gives ``bytes.translate``: 0x20
+# separates words, 0 marks a character NFKC changes (the text needs the
+# general path), 1 a digit (latin1_tokens' table); any other value is the
+# character (lower-cased by the sketch's table).
 
 
 cdef inline object _latin1(const unsigned char* data, Py_ssize_t length):
@@ -376,29 +376,32 @@ cdef int _grow(_Words* w, Py_ssize_t more) except -1:
     return 0
 
 
-cdef inline int _put(_Words* w, uint32_t c) except -1:
-    """Character ``c`` of a word, as UTF-8 (surrogates passed)."""
-    if w.size + 4 > w.room or w.count + 1 > w.room_words:
-        _grow(w, 4)
-    cdef unsigned char* out = w.bytes + w.size
+cdef inline Py_ssize_t _utf8(unsigned char* out, uint32_t c) noexcept nogil:
+    """Write character ``c`` as UTF-8 (surrogates passed) and return its bytes."""
     if c < 0x80:
         out[0] = <unsigned char>c
-        w.size += 1
-    elif c < 0x800:
+        return 1
+    if c < 0x800:
         out[0] = 0xC0 | (c >> 6)
         out[1] = 0x80 | (c & 0x3F)
-        w.size += 2
-    elif c < 0x10000:
+        return 2
+    if c < 0x10000:
         out[0] = 0xE0 | (c >> 12)
         out[1] = 0x80 | ((c >> 6) & 0x3F)
         out[2] = 0x80 | (c & 0x3F)
-        w.size += 3
-    else:
-        out[0] = 0xF0 | (c >> 18)
-        out[1] = 0x80 | ((c >> 12) & 0x3F)
-        out[2] = 0x80 | ((c >> 6) & 0x3F)
-        out[3] = 0x80 | (c & 0x3F)
-        w.size += 4
+        return 3
+    out[0] = 0xF0 | (c >> 18)
+    out[1] = 0x80 | ((c >> 12) & 0x3F)
+    out[2] = 0x80 | ((c >> 6) & 0x3F)
+    out[3] = 0x80 | (c & 0x3F)
+    return 4
+
+
+cdef inline int _put(_Words* w, uint32_t c) except -1:
+    """Character ``c`` of a word."""
+    if w.size + 4 > w.room or w.count + 1 > w.room_words:
+        _grow(w, 4)
+    w.size += _utf8(w.bytes + w.size, c)
     w.inside = True
     return 0
 
@@ -521,3 +524,49 @@ def text_sketch(str text, bytes table, str separators, object general, Py_ssize_
     finally:
         PyMem_Free(w.bytes)
         PyMem_Free(w.ends)
+
+
+# ---------------------------------------------------------------- exact keys
+
+
+def exact_hash(list texts, bytes lower, object seed, object digest):
+    """``digest(" ".join(texts).lower().encode("utf-8", "surrogatepass"), seed)``
+    (signature._exact) without the joined text: a Latin-1 text lower-cased
+    through ``lower`` (each character's lower-case form, one Latin-1
+    character), any other by ``str.lower`` (lower-casing reads nothing across
+    a space)."""
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(lower)
+    cdef Py_ssize_t size = 0, room = 0, need, i, j, length
+    cdef int kind
+    cdef const void* data
+    cdef unsigned char* buf = NULL
+    cdef void* p
+    cdef bint latin1
+    try:
+        for i in range(len(texts)):
+            text = <str?>texts[i]
+            latin1 = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND
+            if not latin1:
+                text = text.lower()
+            kind = PyUnicode_KIND(text)
+            data = PyUnicode_DATA(text)
+            length = PyUnicode_GET_LENGTH(text)
+            need = size + 1 + (2 if latin1 else 4) * length
+            if need > room:
+                room = 2 * need
+                p = PyMem_Realloc(buf, room)
+                if p == NULL:
+                    raise MemoryError()
+                buf = <unsigned char*>p
+            if i:
+                buf[size] = 0x20
+                size += 1
+            if latin1:
+                for j in range(length):
+                    size += _utf8(buf + size, tab[(<const unsigned char*>data)[j]])
+            else:
+                for j in range(length):
+                    size += _utf8(buf + size, PyUnicode_READ(kind, data, j))
+        return digest(PyBytes_FromStringAndSize(<const char*>buf, size), seed)
+    finally:
+        PyMem_Free(buf)

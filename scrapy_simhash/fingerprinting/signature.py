@@ -226,10 +226,20 @@ def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: lis
     return main_words >= SMALL_OWN and 2 * main_words >= page_words
 
 
+#: Each Latin-1 character's lower-case form (one Latin-1 character).
+_LATIN1_LOWER = bytes(ord(chr(b).lower()) for b in range(256))
+
+
 def _exact(folded: list[str]) -> int:
-    """48 bits naming the words of blocks exactly (case aside)."""
-    words = " ".join(folded).lower().encode("utf-8", "surrogatepass")
-    return xxhash.xxh3_64_intdigest(words, SKETCH_SEED) & _EXACT_MASK
+    """48 bits naming the words of blocks exactly (case aside); by the
+    compiled token loops when they were built."""
+    compiled = _features._tokens
+    if compiled is not None:
+        key = compiled.exact_hash(folded, _LATIN1_LOWER, SKETCH_SEED, xxhash.xxh3_64_intdigest)
+    else:
+        words = " ".join(folded).lower().encode("utf-8", "surrogatepass")
+        key = xxhash.xxh3_64_intdigest(words, SKETCH_SEED)
+    return key & _EXACT_MASK
 
 
 def shingle_sketch(texts: list[str]) -> bytes:
