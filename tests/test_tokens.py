@@ -183,9 +183,24 @@ def test_text_sketch_matches(text, n, seed):
     against its words as sketch_words reads them, hashed and shingled."""
     words = _reference_words([text])
     reference = SG.sketch_of_hashes(F.shingle_hashes(F.word_hashes(words, seed), n))
-    found = COMPILED.text_sketch(text, F._LATIN1_SKETCH_WORDS, F._SEPARATORS, F.sketch_text, n,
-                                 seed, DIGEST)
+    found = COMPILED.text_sketch([text], F._LATIN1_SKETCH_WORDS, F._SEPARATORS, F.sketch_text, n,
+                                 seed, DIGEST, {})
     assert found == reference
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20), max_size=6),
+       st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20), max_size=6))
+def test_shingle_sketch_of_words_known_matches(first, second):
+    """A second sketch taking the words of texts the first one read (the own
+    text's blocks in the main text's): the same as reading them again."""
+    words: dict[str, bytes] = {}
+    SG.shingle_sketch(first, words)
+    texts = second + first[: len(first) // 2]
+    compiled = SG.shingle_sketch(texts, words)
+    with python_loops():
+        assert compiled == SG.shingle_sketch(texts)
 
 
 @needs_compiled

@@ -13,7 +13,7 @@ per distinct token, so the hash function has one definition.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 
 
 cdef extern from "Python.h":
@@ -329,7 +329,8 @@ def latin1_tokens(list parts, bytes table):
 # of Latin-1 characters NFKC keeps read through the sketch's Latin-1 table
 # (the separators of features._SEPARATORS spaces), any other line as its
 # general path reads it. Each word's UTF-8 bytes go to one buffer, each
-# distinct word is hashed once, and the shingles are minhashed in C.
+# distinct word is hashed once, each text's hashes are kept for the next
+# sketch of the page, and the shingles are minhashed in C.
 
 
 cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept nogil:
@@ -430,23 +431,22 @@ cdef int _read_words(_Words* w, str text) except -1:
     return 0
 
 
-cdef bytes _minhash_words(_Words* w, Py_ssize_t n, object seed, object digest):
-    """_minhash of the words' hashes, each distinct word hashed once (found
-    again by a table of their FNV-1a hashes)."""
+cdef int _hash_words(_Words* w, uint64_t* hashes, object seed, object digest) except -1:
+    """``hashes[i]``: the hash of word ``i``, each distinct word hashed once
+    (found again by a table of their FNV-1a hashes)."""
     cdef Py_ssize_t count = w.count
     if not count:
-        return _minhash(NULL, 0, n)
+        return 0
     cdef Py_ssize_t size = 16, mask, slot, j, other, start, length
     while size < 2 * count:
         size *= 2
     mask = size - 1
-    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
     cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
     cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
     cdef uint64_t key
     cdef const unsigned char* data = w.bytes
     try:
-        if not (hashes and slots and keys):
+        if not (slots and keys):
             raise MemoryError()
         for slot in range(size):
             slots[slot] = -1
@@ -469,61 +469,101 @@ cdef bytes _minhash_words(_Words* w, Py_ssize_t n, object seed, object digest):
                         hashes[j] = hashes[other]
                         break
                 slot = (slot + 1) & mask
-        return _minhash(hashes, count, n)
+        return 0
     finally:
-        PyMem_Free(hashes)
         PyMem_Free(slots)
         PyMem_Free(keys)
 
 
-def text_sketch(str text, bytes table, str separators, object general, Py_ssize_t n,
-                object seed, object digest):
-    """signature.sketch_of_hashes(shingle_hashes(word_hashes(sketch_words([text]),
-    seed), n)): the 64-byte b-bit one-permutation minhash of the ``n``-shingles
-    of the sketch's words of ``text``. Read line by line: a line of Latin-1
+cdef int _read_text(_Words* w, str text, const unsigned char* table, str separators,
+                    object general) except -1:
+    """The sketch's words of ``text``, line by line: a line of Latin-1
     characters ``table`` does not map to 0 (and of ``separators``, spaces)
     through ``table``; any other line as ``re``'s ``\\w+`` words of
     ``general(line)`` (features.sketch_text: its NFKC, lower-cased form)."""
-    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), start = 0, end, i
     cdef uint32_t c
     cdef unsigned char t
     cdef bint latin1
+    _grow(w, length + 16)
+    while start <= length:
+        end = start
+        latin1 = True
+        while end < length:
+            c = PyUnicode_READ(kind, data, end)
+            if c == 0x0A:
+                break
+            if latin1 and (table[c] == 0 if c <= 0xFF else <Py_UCS4>c not in separators):
+                latin1 = False
+            end += 1
+        if latin1:
+            for i in range(start, end):
+                c = PyUnicode_READ(kind, data, i)
+                t = 0x20 if c > 0xFF else table[c]
+                if t != 0x20:
+                    _put(w, t)
+                else:
+                    _end(w)
+            _end(w)
+        else:
+            _read_words(w, general(text[start:end]))
+        start = end + 1
+    return 0
+
+
+def text_sketch(list texts, bytes table, str separators, object general, Py_ssize_t n,
+                object seed, object digest, dict known):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(sketch_words(texts),
+    seed), n)): the 64-byte b-bit one-permutation minhash of the ``n``-shingles
+    of the sketch's words of ``texts`` (:func:`_read_text`). ``known`` maps a
+    text to its words' hashes (``uint64`` bytes) when it was read before: they
+    are taken, and those of the texts read are added."""
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
+    cdef Py_ssize_t count = len(texts), total = 0, k, first, end, at = 0
+    cdef list found = [known.get(text) for text in texts]
     cdef _Words w
     w.bytes = NULL
     w.ends = NULL
     w.size = w.room = w.count = w.room_words = 0
     w.inside = False
+    cdef Py_ssize_t* ranges = <Py_ssize_t*>PyMem_Malloc((count + 1) * sizeof(Py_ssize_t))
+    cdef uint64_t* hashes = NULL
+    cdef uint64_t* words = NULL
     try:
-        _grow(&w, length + 16)
-        while start <= length:
-            end = start
-            latin1 = True
-            while end < length:
-                c = PyUnicode_READ(kind, data, end)
-                if c == 0x0A:
-                    break
-                if latin1 and (tab[c] == 0 if c <= 0xFF else <Py_UCS4>c not in separators):
-                    latin1 = False
-                end += 1
-            if latin1:
-                for i in range(start, end):
-                    c = PyUnicode_READ(kind, data, i)
-                    t = 0x20 if c > 0xFF else tab[c]
-                    if t != 0x20:
-                        _put(&w, t)
-                    else:
-                        _end(&w)
-                _end(&w)
+        if ranges == NULL:
+            raise MemoryError()
+        ranges[0] = 0
+        for k in range(count):  # the words of the texts not known, one after the other
+            if found[k] is None:
+                _read_text(&w, <str?>texts[k], tab, separators, general)
             else:
-                _read_words(&w, general(text[start:end]))
-            start = end + 1
-        return _minhash_words(&w, n, seed, digest)
+                total += len(<bytes?>found[k]) // 8
+            ranges[k + 1] = w.count
+        total += w.count
+        words = <uint64_t*>PyMem_Malloc((w.count + 1) * sizeof(uint64_t))
+        hashes = <uint64_t*>PyMem_Malloc((total + 1) * sizeof(uint64_t))
+        if words == NULL or hashes == NULL:
+            raise MemoryError()
+        _hash_words(&w, words, seed, digest)
+        for k in range(count):
+            if found[k] is None:
+                first, end = ranges[k], ranges[k + 1]
+                memcpy(hashes + at, words + first, (end - first) * sizeof(uint64_t))
+                known[texts[k]] = PyBytes_FromStringAndSize(
+                    <const char*>(words + first), (end - first) * sizeof(uint64_t))
+                at += end - first
+            else:
+                memcpy(hashes + at, PyBytes_AS_STRING(found[k]), len(found[k]))
+                at += len(found[k]) // 8
+        return _minhash(hashes, total, n)
     finally:
         PyMem_Free(w.bytes)
         PyMem_Free(w.ends)
+        PyMem_Free(ranges)
+        PyMem_Free(words)
+        PyMem_Free(hashes)
 
 
 # ---------------------------------------------------------------- exact keys

@@ -157,12 +157,17 @@ def own_evidence(
     trusted = sketchable and _trusted(page, folded, sizes, (counts >= template.needed).tolist())
     meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
     # A sketch is made only where a path of the decision reads it (else zeros).
-    own_bins = shingle_sketch(parts)[:OWN_BINS] if sketchable else bytes(OWN_BINS)
+    # The own text is sketched from the blocks as read (the same words as
+    # folded): the main text's blocks are those strings, read once for both.
+    words: dict[str, bytes] = {}
+    own_bins = bytes(OWN_BINS)
+    if sketchable:
+        own_bins = shingle_sketch([blocks[i][0] for i in own], words)[:OWN_BINS]
     main_bins = bytes(MAIN_BINS)
     if sketchable and trusted:
         main = page.main
         main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
-        main_bins = shingle_sketch(main_parts)[:MAIN_BINS]
+        main_bins = shingle_sketch(main_parts, words)[:MAIN_BINS]
     own_key = _exact(parts)
     # every block its own (no template known, or none of its blocks): one key twice
     page_key = own_key if len(parts) == len(folded) else _exact(folded)
@@ -242,18 +247,20 @@ def _exact(folded: list[str]) -> int:
     return key & _EXACT_MASK
 
 
-def shingle_sketch(texts: list[str]) -> bytes:
+def shingle_sketch(texts: list[str], words: dict[str, bytes] | None = None) -> bytes:
     """The 64-bin sketch (:func:`sketch_of_hashes`) of the word
     :data:`SHINGLE`-shingles of ``texts`` (words as
     :func:`~scrapy_simhash.fingerprinting.features.sketch_words` reads them),
-    by the compiled token loops when they were built."""
+    by the compiled token loops when they were built. ``words``: where they
+    keep each text's word hashes, so that a page's second sketch does not
+    read again the blocks its first one read."""
     compiled = _features._tokens
     if compiled is None:
-        words = sketch_words(texts)
-        return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
+        found = sketch_words(texts)
+        return sketch_of_hashes(shingle_hashes(word_hashes(found, SKETCH_SEED), SHINGLE))
     return compiled.text_sketch(
-        "\n".join(texts), _features._LATIN1_SKETCH_WORDS, _features._SEPARATORS,
-        _features.sketch_text, SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest,
+        texts, _features._LATIN1_SKETCH_WORDS, _features._SEPARATORS, _features.sketch_text,
+        SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest, {} if words is None else words,
     )
 
 
