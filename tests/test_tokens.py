@@ -112,12 +112,13 @@ def test_feature_hashes_match(features, seed):
 
 
 @needs_compiled
-@settings(max_examples=300, deadline=None)
-@given(_TOKENS, st.integers(1, 6), st.integers(0, 2**64 - 1))
-def test_sketch_matches(tokens, n, seed):
-    words = [t.encode("utf-8", "surrogatepass") for t in tokens]
-    reference = SG.sketch_of_hashes(F.shingle_hashes(F.token_hashes(tokens, seed), n))
-    assert COMPILED.sketch(words, n, seed, DIGEST) == reference
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text() | st.text(alphabet=" \t\n\x0b\x1c\x85\xa0\u2028\u3000\u200bx\u00e9\u6771",
+                                    max_size=12)))
+def test_folded_matches(texts):
+    folded, words = COMPILED.folded(texts)
+    with python_loops():
+        assert (folded, words) == SG._folded(texts)
 
 
 # ---------------------------------------------------------------- the sketch's words
@@ -170,6 +171,47 @@ def test_shingle_sketch_of_many_repeated_words_matches(blocks):
     compiled = SG.shingle_sketch(blocks)
     with python_loops():
         assert compiled == SG.shingle_sketch(blocks)
+
+
+@needs_compiled
+@settings(max_examples=500, deadline=None)
+@given(st.text() | st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20)).map("\n".join),
+       st.integers(1, 6), st.integers(0, 2**64 - 1))
+def test_text_sketch_matches(text, n, seed):
+    """The compiled sketch of any Unicode text (lone surrogates included), line
+    by line, Latin-1 lines through the table and others by the general path,
+    against its words as sketch_words reads them, hashed and shingled."""
+    words = _reference_words([text])
+    reference = SG.sketch_of_hashes(F.shingle_hashes(F.word_hashes(words, seed), n))
+    found = COMPILED.text_sketch([text], F._LATIN1_SKETCH_WORDS, F._SEPARATORS, F.sketch_text, n,
+                                 seed, DIGEST, {})
+    assert found == reference
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20), max_size=6),
+       st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20), max_size=6))
+def test_shingle_sketch_of_words_known_matches(first, second):
+    """A second sketch taking the words of texts the first one read (the own
+    text's blocks in the main text's): the same as reading them again."""
+    words: dict[str, bytes] = {}
+    SG.shingle_sketch(first, words)
+    texts = second + first[: len(first) // 2]
+    compiled = SG.shingle_sketch(texts, words)
+    with python_loops():
+        assert compiled == SG.shingle_sketch(texts)
+
+
+@needs_compiled
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text() | st.text(alphabet=_LATIN1 + _ANY, max_size=20)))
+def test_exact_hash_matches(texts):
+    """The exact key's hash of any Unicode texts (lone surrogates included),
+    Latin-1 texts lower-cased through the table, others by str.lower."""
+    compiled = SG._exact(texts)
+    with python_loops():
+        assert compiled == SG._exact(texts)
 
 
 def test_separators_are_separators_everywhere():

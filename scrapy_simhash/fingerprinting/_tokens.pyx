@@ -11,9 +11,9 @@ per distinct token, so the hash function has one definition.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdint cimport uint8_t, uint64_t
-from libc.string cimport memcmp
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy
 
 
 cdef extern from "Python.h":
@@ -22,6 +22,10 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
     int PyUnicode_1BYTE_KIND
+    Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch) noexcept nogil
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value) noexcept nogil
 
 import numpy as np
 
@@ -154,24 +158,6 @@ cdef bytes _minhash(const uint64_t* hashes, Py_ssize_t count, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<char*>out, 64)
 
 
-def sketch(list words, Py_ssize_t n, object seed, object digest, bint encoded=True):
-    """signature.sketch_of_hashes(shingle_hashes(word_hashes(words, seed), n)):
-    the 64-byte b-bit one-permutation minhash of the ``n``-shingles of
-    ``words`` (UTF-8 bytes; ``str`` when not ``encoded``, each distinct word
-    then encoded once, surrogates passed)."""
-    cdef Py_ssize_t count = len(words)
-    if not count:
-        return _minhash(NULL, 0, n)
-    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
-    if hashes == NULL:
-        raise MemoryError()
-    try:
-        _hash_tokens(words, hashes, seed, digest, encoded)
-        return _minhash(hashes, count, n)
-    finally:
-        PyMem_Free(hashes)
-
-
 def spots(list tokens, dict counts, double weight, frozenset ante):
     """features.spots with CHAIN == 1: each antecedent with the next token that
     is not one, its weight added in ``counts``."""
@@ -221,12 +207,72 @@ def feature_hashes(dict features, object seed, object digest):
     return result
 
 
+# ---------------------------------------------------------------- folded blocks
+
+
+def folded(list texts):
+    """``[" ".join(text.split()) for text in texts]`` (each run of white space,
+    as ``str.split`` reads it, one space; none at either end), and the words
+    of each folded text (0 when it is empty). A text already folded is
+    returned as it is."""
+    cdef list out = [], sizes = []
+    cdef int kind
+    cdef const void* data
+    cdef void* buf
+    cdef Py_ssize_t length, i, k, words
+    cdef uint32_t c
+    cdef bint space, changed
+    for text in texts:
+        length = PyUnicode_GET_LENGTH(<str?>text)
+        kind = PyUnicode_KIND(text)
+        data = PyUnicode_DATA(text)
+        words = 0
+        space = True  # before the first character
+        changed = False
+        for i in range(length):
+            c = PyUnicode_READ(kind, data, i)
+            if Py_UNICODE_ISSPACE(c):
+                changed |= space or c != 0x20
+                space = True
+            else:
+                words += space
+                space = False
+        if length and space:  # white space at the end
+            changed = True
+        sizes.append(words)
+        if not changed:
+            out.append(text)
+            continue
+        buf = PyMem_Malloc(length * kind + 1)
+        if buf == NULL:
+            raise MemoryError()
+        try:
+            k = 0
+            space = False
+            for i in range(length):
+                c = PyUnicode_READ(kind, data, i)
+                if Py_UNICODE_ISSPACE(c):
+                    space = k > 0
+                else:
+                    if space:
+                        PyUnicode_WRITE(kind, buf, k, 0x20)
+                        k += 1
+                        space = False
+                    PyUnicode_WRITE(kind, buf, k, c)
+                    k += 1
+            out.append(PyUnicode_FromKindAndData(kind, buf, k))
+        finally:
+            PyMem_Free(buf)
+    return out, sizes
+
+
 # ---------------------------------------------------------------- Latin-1 text
-# Both functions read a lower-cased ``str`` whose characters all fit in one
-# byte (CPython's 1-byte kind: Latin-1) through a 256-byte table, the one the
-# Python fast path gives ``bytes.translate``: 0x20 separates words, 0 marks a
-# character NFKC changes (the text needs the general path: None), 1 a digit;
-# any other value keeps the character.
+# latin1_tokens (and text_sketch, a line at a time) read a ``str`` whose
+# characters all fit in one byte (CPython's 1-byte kind: Latin-1) through a
+# 256-byte table, the one the Python fast path gives ``bytes.translate``: 0x20
+# separates words, 0 marks a character NFKC changes (the text needs the
+# general path), 1 a digit (latin1_tokens' table); any other value is the
+# character (lower-cased by the sketch's table).
 
 
 cdef inline object _latin1(const unsigned char* data, Py_ssize_t length):
@@ -278,6 +324,15 @@ def latin1_tokens(list parts, bytes table):
     return result
 
 
+# ---------------------------------------------------------------- the sketch of a text
+# sketch_words' words found line by line (no word spans a line break): a line
+# of Latin-1 characters NFKC keeps read through the sketch's Latin-1 table
+# (the separators of features._SEPARATORS spaces), any other line as its
+# general path reads it. Each word's UTF-8 bytes go to one buffer, each
+# distinct word is hashed once, each text's hashes are kept for the next
+# sketch of the page, and the shingles are minhashed in C.
+
+
 cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept nogil:
     cdef uint64_t h = 0xCBF29CE484222325ULL
     cdef Py_ssize_t i
@@ -286,95 +341,272 @@ cdef inline uint64_t _fnv(const unsigned char* data, Py_ssize_t length) noexcept
     return h
 
 
-cdef bytes _utf8(const unsigned char* data, Py_ssize_t length):
-    """The UTF-8 bytes of ``length`` Latin-1 characters."""
-    cdef Py_ssize_t i, wide = 0, k = 0
-    for i in range(length):
-        wide += data[i] >= 0x80
-    if not wide:
-        return PyBytes_FromStringAndSize(<const char*>data, length)
-    out = PyBytes_FromStringAndSize(NULL, length + wide)
-    cdef unsigned char* buf = <unsigned char*>PyBytes_AS_STRING(out)
-    for i in range(length):
-        if data[i] < 0x80:
-            buf[k] = data[i]
-            k += 1
+cdef inline bint _is_word(uint32_t c) noexcept nogil:
+    """Whether ``re``'s ``\\w`` matches ``c`` in a ``str`` pattern: an
+    alphanumeric character (``str.isalnum``) or "_"."""
+    if c < 0x80:
+        return (0x61 <= c <= 0x7A) or (0x30 <= c <= 0x39) or (0x41 <= c <= 0x5A) or c == 0x5F
+    return Py_UNICODE_ISALNUM(c)
+
+
+cdef struct _Words:
+    # the words' UTF-8 bytes, one after the other
+    unsigned char* bytes
+    Py_ssize_t size, room
+    # word i is bytes[ends[i - 1]:ends[i]] (ends[-1]: 0)
+    Py_ssize_t* ends
+    Py_ssize_t count, room_words
+    bint inside  # a word is being written
+
+
+cdef int _grow(_Words* w, Py_ssize_t more) except -1:
+    """Room for ``more`` bytes and one more word."""
+    cdef void* p
+    if w.size + more > w.room:
+        w.room = 2 * (w.size + more)
+        p = PyMem_Realloc(w.bytes, w.room)
+        if p == NULL:
+            raise MemoryError()
+        w.bytes = <unsigned char*>p
+    if w.count + 1 > w.room_words:
+        w.room_words = 2 * (w.count + 1)
+        p = PyMem_Realloc(w.ends, w.room_words * sizeof(Py_ssize_t))
+        if p == NULL:
+            raise MemoryError()
+        w.ends = <Py_ssize_t*>p
+    return 0
+
+
+cdef inline Py_ssize_t _utf8(unsigned char* out, uint32_t c) noexcept nogil:
+    """Write character ``c`` as UTF-8 (surrogates passed) and return its bytes."""
+    if c < 0x80:
+        out[0] = <unsigned char>c
+        return 1
+    if c < 0x800:
+        out[0] = 0xC0 | (c >> 6)
+        out[1] = 0x80 | (c & 0x3F)
+        return 2
+    if c < 0x10000:
+        out[0] = 0xE0 | (c >> 12)
+        out[1] = 0x80 | ((c >> 6) & 0x3F)
+        out[2] = 0x80 | (c & 0x3F)
+        return 3
+    out[0] = 0xF0 | (c >> 18)
+    out[1] = 0x80 | ((c >> 12) & 0x3F)
+    out[2] = 0x80 | ((c >> 6) & 0x3F)
+    out[3] = 0x80 | (c & 0x3F)
+    return 4
+
+
+cdef inline int _put(_Words* w, uint32_t c) except -1:
+    """Character ``c`` of a word."""
+    if w.size + 4 > w.room or w.count + 1 > w.room_words:
+        _grow(w, 4)
+    w.size += _utf8(w.bytes + w.size, c)
+    w.inside = True
+    return 0
+
+
+cdef inline void _end(_Words* w) noexcept nogil:
+    """The end of a word, if one is being written (room for it was made)."""
+    if w.inside:
+        w.ends[w.count] = w.size
+        w.count += 1
+        w.inside = False
+
+
+cdef int _read_words(_Words* w, str text) except -1:
+    """The ``\\w+`` words of ``text`` (``re``'s: runs of :func:`_is_word`)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t i
+    cdef uint32_t c
+    for i in range(PyUnicode_GET_LENGTH(text)):
+        c = PyUnicode_READ(kind, data, i)
+        if _is_word(c):
+            _put(w, c)
         else:
-            buf[k] = 0xC0 | (data[i] >> 6)
-            buf[k + 1] = 0x80 | (data[i] & 0x3F)
-            k += 2
-    return out
+            _end(w)
+    _end(w)
+    return 0
 
 
-def latin1_sketch(str text, bytes table, Py_ssize_t n, object seed, object digest):
-    """sketch(words, n, seed, digest) of the words of a lower-cased text (the
-    sketch's table: digits kept), or None when it needs the general path. Each
-    distinct word is made a ``bytes`` and hashed once; repeated ones are found
-    in a table of their own."""
-    if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
-        return None
-    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
-    cdef const unsigned char* data = <const unsigned char*>PyUnicode_DATA(text)
-    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
-    cdef Py_ssize_t i, j, start, count = 0, size, slot, mask
-    cdef unsigned char t
-    cdef bint inside = False
-    for i in range(length):  # count the words; give up on a character NFKC changes
-        t = tab[data[i]]
-        if t == 0:
-            return None
-        if t == 0x20:
-            inside = False
-        elif not inside:
-            inside = True
-            count += 1
+cdef int _hash_words(_Words* w, uint64_t* hashes, object seed, object digest) except -1:
+    """``hashes[i]``: the hash of word ``i``, each distinct word hashed once
+    (found again by a table of their FNV-1a hashes)."""
+    cdef Py_ssize_t count = w.count
     if not count:
-        return _minhash(NULL, 0, n)
-    size = 16
+        return 0
+    cdef Py_ssize_t size = 16, mask, slot, j, other, start, length
     while size < 2 * count:
         size *= 2
     mask = size - 1
-    cdef Py_ssize_t* starts = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* lengths = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
-    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
     cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
     cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
     cdef uint64_t key
+    cdef const unsigned char* data = w.bytes
     try:
-        if not (starts and lengths and hashes and slots and keys):
+        if not (slots and keys):
             raise MemoryError()
         for slot in range(size):
             slots[slot] = -1
-        j = 0
-        start = -1
-        for i in range(length + 1):
-            if i < length and tab[data[i]] != 0x20:
-                if start < 0:
-                    start = i
-                continue
-            if start < 0:
-                continue
-            starts[j] = start
-            lengths[j] = i - start
-            key = _fnv(data + start, i - start)
+        for j in range(count):
+            start = w.ends[j - 1] if j else 0
+            length = w.ends[j] - start
+            key = _fnv(data + start, length)
             slot = <Py_ssize_t>(key & <uint64_t>mask)
             while True:
-                if slots[slot] < 0:  # a new word
+                other = slots[slot]
+                if other < 0:  # a new word
                     slots[slot] = j
                     keys[slot] = key
-                    hashes[j] = digest(_utf8(data + start, i - start), seed)
+                    hashes[j] = digest(
+                        PyBytes_FromStringAndSize(<const char*>data + start, length), seed)
                     break
-                if (keys[slot] == key and lengths[slots[slot]] == i - start
-                        and memcmp(data + starts[slots[slot]], data + start, i - start) == 0):
-                    hashes[j] = hashes[slots[slot]]
-                    break
+                if keys[slot] == key:
+                    if (w.ends[other] - (w.ends[other - 1] if other else 0) == length
+                            and memcmp(data + w.ends[other] - length, data + start, length) == 0):
+                        hashes[j] = hashes[other]
+                        break
                 slot = (slot + 1) & mask
-            j += 1
-            start = -1
-        return _minhash(hashes, count, n)
+        return 0
     finally:
-        PyMem_Free(starts)
-        PyMem_Free(lengths)
-        PyMem_Free(hashes)
         PyMem_Free(slots)
         PyMem_Free(keys)
+
+
+cdef int _read_text(_Words* w, str text, const unsigned char* table, str separators,
+                    object general) except -1:
+    """The sketch's words of ``text``, line by line: a line of Latin-1
+    characters ``table`` does not map to 0 (and of ``separators``, spaces)
+    through ``table``; any other line as ``re``'s ``\\w+`` words of
+    ``general(line)`` (features.sketch_text: its NFKC, lower-cased form)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), start = 0, end, i
+    cdef uint32_t c
+    cdef unsigned char t
+    cdef bint latin1
+    _grow(w, length + 16)
+    while start <= length:
+        end = start
+        latin1 = True
+        while end < length:
+            c = PyUnicode_READ(kind, data, end)
+            if c == 0x0A:
+                break
+            if latin1 and (table[c] == 0 if c <= 0xFF else <Py_UCS4>c not in separators):
+                latin1 = False
+            end += 1
+        if latin1:
+            for i in range(start, end):
+                c = PyUnicode_READ(kind, data, i)
+                t = 0x20 if c > 0xFF else table[c]
+                if t != 0x20:
+                    _put(w, t)
+                else:
+                    _end(w)
+            _end(w)
+        else:
+            _read_words(w, general(text[start:end]))
+        start = end + 1
+    return 0
+
+
+def text_sketch(list texts, bytes table, str separators, object general, Py_ssize_t n,
+                object seed, object digest, dict known):
+    """signature.sketch_of_hashes(shingle_hashes(word_hashes(sketch_words(texts),
+    seed), n)): the 64-byte b-bit one-permutation minhash of the ``n``-shingles
+    of the sketch's words of ``texts`` (:func:`_read_text`). ``known`` maps a
+    text to its words' hashes (``uint64`` bytes) when it was read before: they
+    are taken, and those of the texts read are added."""
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(table)
+    cdef Py_ssize_t count = len(texts), total = 0, k, first, end, at = 0
+    cdef list found = [known.get(text) for text in texts]
+    cdef _Words w
+    w.bytes = NULL
+    w.ends = NULL
+    w.size = w.room = w.count = w.room_words = 0
+    w.inside = False
+    cdef Py_ssize_t* ranges = <Py_ssize_t*>PyMem_Malloc((count + 1) * sizeof(Py_ssize_t))
+    cdef uint64_t* hashes = NULL
+    cdef uint64_t* words = NULL
+    try:
+        if ranges == NULL:
+            raise MemoryError()
+        ranges[0] = 0
+        for k in range(count):  # the words of the texts not known, one after the other
+            if found[k] is None:
+                _read_text(&w, <str?>texts[k], tab, separators, general)
+            else:
+                total += len(<bytes?>found[k]) // 8
+            ranges[k + 1] = w.count
+        total += w.count
+        words = <uint64_t*>PyMem_Malloc((w.count + 1) * sizeof(uint64_t))
+        hashes = <uint64_t*>PyMem_Malloc((total + 1) * sizeof(uint64_t))
+        if words == NULL or hashes == NULL:
+            raise MemoryError()
+        _hash_words(&w, words, seed, digest)
+        for k in range(count):
+            if found[k] is None:
+                first, end = ranges[k], ranges[k + 1]
+                memcpy(hashes + at, words + first, (end - first) * sizeof(uint64_t))
+                known[texts[k]] = PyBytes_FromStringAndSize(
+                    <const char*>(words + first), (end - first) * sizeof(uint64_t))
+                at += end - first
+            else:
+                memcpy(hashes + at, PyBytes_AS_STRING(found[k]), len(found[k]))
+                at += len(found[k]) // 8
+        return _minhash(hashes, total, n)
+    finally:
+        PyMem_Free(w.bytes)
+        PyMem_Free(w.ends)
+        PyMem_Free(ranges)
+        PyMem_Free(words)
+        PyMem_Free(hashes)
+
+
+# ---------------------------------------------------------------- exact keys
+
+
+def exact_hash(list texts, bytes lower, object seed, object digest):
+    """``digest(" ".join(texts).lower().encode("utf-8", "surrogatepass"), seed)``
+    (signature._exact) without the joined text: a Latin-1 text lower-cased
+    through ``lower`` (each character's lower-case form, one Latin-1
+    character), any other by ``str.lower`` (lower-casing reads nothing across
+    a space)."""
+    cdef const unsigned char* tab = <const unsigned char*>PyBytes_AS_STRING(lower)
+    cdef Py_ssize_t size = 0, room = 0, need, i, j, length
+    cdef int kind
+    cdef const void* data
+    cdef unsigned char* buf = NULL
+    cdef void* p
+    cdef bint latin1
+    try:
+        for i in range(len(texts)):
+            text = <str?>texts[i]
+            latin1 = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND
+            if not latin1:
+                text = text.lower()
+            kind = PyUnicode_KIND(text)
+            data = PyUnicode_DATA(text)
+            length = PyUnicode_GET_LENGTH(text)
+            need = size + 1 + (2 if latin1 else 4) * length
+            if need > room:
+                room = 2 * need
+                p = PyMem_Realloc(buf, room)
+                if p == NULL:
+                    raise MemoryError()
+                buf = <unsigned char*>p
+            if i:
+                buf[size] = 0x20
+                size += 1
+            if latin1:
+                for j in range(length):
+                    size += _utf8(buf + size, tab[(<const unsigned char*>data)[j]])
+            else:
+                for j in range(length):
+                    size += _utf8(buf + size, PyUnicode_READ(kind, data, j))
+        return digest(PyBytes_FromStringAndSize(<const char*>buf, size), seed)
+    finally:
+        PyMem_Free(buf)

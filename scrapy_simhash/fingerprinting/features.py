@@ -181,11 +181,12 @@ def tokenize_many(
 
 # The sketch's words (:mod:`scrapy_simhash.fingerprinting.signature`): ``\w+``
 # of the NFKC, lower-cased text, digits and "_" kept. Its Latin-1 fast path is
-# the one above with its own table: word characters and "_" kept, the
-# characters NFKC changes into \x00 (the general path), the rest spaces.
+# the one above with its own table: word characters and "_" kept, lower-cased
+# (the compiled path reads a text through it without lower-casing it first),
+# the characters NFKC changes into \x00 (the general path), the rest spaces.
 _SKETCH_WORD = re.compile(r"\w+")
 _LATIN1_SKETCH_WORDS = bytes(
-    0 if b in _NFKC_CHANGED else b if chr(b).isalnum() or b == 0x5F else 0x20
+    0 if b in _NFKC_CHANGED else ord(chr(b).lower()) if chr(b).isalnum() or b == 0x5F else 0x20
     for b in range(256)
 )
 
@@ -216,9 +217,25 @@ def sketch_words(texts: Sequence[str]) -> list[bytes]:
 
 
 def general_sketch_words(text: str) -> list[str]:
-    """:func:`sketch_words` of any text, as ``str``: ``\\w+`` of its NFKC,
-    lower-cased form."""
-    return _SKETCH_WORD.findall(unicodedata.normalize("NFKC", text).lower())
+    """:func:`sketch_words` of any text, as ``str``: ``\\w+`` of its
+    :func:`sketch_text`."""
+    return _SKETCH_WORD.findall(sketch_text(text))
+
+
+def sketch_text(text: str) -> str:
+    """The text the sketch's words are read from on its general path: NFKC,
+    lower-cased."""
+    return _nfkc(text).lower()
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, the ellipsis (U+2026) replaced
+    by its NFKC form first (which leaves the NFKC the same): it is what most
+    web pages that need normalising need it for, and a text that needs none
+    is only checked."""
+    if "\u2026" in text:
+        text = text.replace("\u2026", "...")
+    return unicodedata.normalize("NFKC", text)
 
 
 def _general(text: str, budget: TokenBudget | None) -> list[str]:
@@ -232,7 +249,7 @@ def _general(text: str, budget: TokenBudget | None) -> list[str]:
 
 def _tokenize(text: str) -> list[str]:
     """:func:`tokenize` for any text."""
-    text = unicodedata.normalize("NFKC", text)
+    text = _nfkc(text)
     # Marks are word characters when the text holds any (as written: the
     # mark lower-casing "İ" adds is not one).
     if "\u0130" in text and _HAS_MARKS.search(text) is None:

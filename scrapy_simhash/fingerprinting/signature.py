@@ -134,11 +134,10 @@ def own_evidence(
     when the page has no visible words; when a budget cut its walk (its text
     is not all there), one that confirms only a byte copy of ``body``, the
     page as it came (:func:`cut_sketch`; empty without it)."""
-    folded = [" ".join(text.split()) for text, _ in page.blocks]
+    folded, sizes = _folded([text for text, _ in page.blocks])
     hashes = block_hashes(folded, folded=True)
     if not page.complete:
         return Evidence(EMPTY_SKETCH if body is None else cut_sketch(body), hashes)
-    sizes = [text.count(" ") + 1 if text else 0 for text in folded]  # words
     everything = sum(sizes)
     if not everything:
         return Evidence(EMPTY_SKETCH, hashes)
@@ -158,12 +157,17 @@ def own_evidence(
     trusted = sketchable and _trusted(page, folded, sizes, (counts >= template.needed).tolist())
     meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
     # A sketch is made only where a path of the decision reads it (else zeros).
-    own_bins = shingle_sketch(parts)[:OWN_BINS] if sketchable else bytes(OWN_BINS)
+    # The own text is sketched from the blocks as read (the same words as
+    # folded): the main text's blocks are those strings, read once for both.
+    words: dict[str, bytes] = {}
+    own_bins = bytes(OWN_BINS)
+    if sketchable:
+        own_bins = shingle_sketch([blocks[i][0] for i in own], words)[:OWN_BINS]
     main_bins = bytes(MAIN_BINS)
     if sketchable and trusted:
         main = page.main
         main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
-        main_bins = shingle_sketch(main_parts)[:MAIN_BINS]
+        main_bins = shingle_sketch(main_parts, words)[:MAIN_BINS]
     own_key = _exact(parts)
     # every block its own (no template known, or none of its blocks): one key twice
     page_key = own_key if len(parts) == len(folded) else _exact(folded)
@@ -176,6 +180,17 @@ def own_evidence(
         + main_bins,
         hashes,
     )
+
+
+def _folded(texts: list[str]) -> tuple[list[str], list[int]]:
+    """Each text with its runs of white space folded into one space (as
+    :func:`~scrapy_simhash.fingerprinting.template.block_hashes` reads it), and
+    its words; by the compiled token loops when they were built."""
+    compiled = _features._tokens
+    if compiled is not None:
+        return compiled.folded(texts)
+    folded = [" ".join(text.split()) for text in texts]
+    return folded, [text.count(" ") + 1 if text else 0 for text in folded]
 
 
 def cut_sketch(body: bytes | str) -> bytes:
@@ -216,31 +231,37 @@ def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: lis
     return main_words >= SMALL_OWN and 2 * main_words >= page_words
 
 
+#: Each Latin-1 character's lower-case form (one Latin-1 character).
+_LATIN1_LOWER = bytes(ord(chr(b).lower()) for b in range(256))
+
+
 def _exact(folded: list[str]) -> int:
-    """48 bits naming the words of blocks exactly (case aside)."""
-    words = " ".join(folded).lower().encode("utf-8", "surrogatepass")
-    return xxhash.xxh3_64_intdigest(words, SKETCH_SEED) & _EXACT_MASK
+    """48 bits naming the words of blocks exactly (case aside); by the
+    compiled token loops when they were built."""
+    compiled = _features._tokens
+    if compiled is not None:
+        key = compiled.exact_hash(folded, _LATIN1_LOWER, SKETCH_SEED, xxhash.xxh3_64_intdigest)
+    else:
+        words = " ".join(folded).lower().encode("utf-8", "surrogatepass")
+        key = xxhash.xxh3_64_intdigest(words, SKETCH_SEED)
+    return key & _EXACT_MASK
 
 
-def shingle_sketch(texts: list[str]) -> bytes:
+def shingle_sketch(texts: list[str], words: dict[str, bytes] | None = None) -> bytes:
     """The 64-bin sketch (:func:`sketch_of_hashes`) of the word
     :data:`SHINGLE`-shingles of ``texts`` (words as
     :func:`~scrapy_simhash.fingerprinting.features.sketch_words` reads them),
-    by the compiled token loops when they were built."""
+    by the compiled token loops when they were built. ``words``: where they
+    keep each text's word hashes, so that a page's second sketch does not
+    read again the blocks its first one read."""
     compiled = _features._tokens
     if compiled is None:
-        words = sketch_words(texts)
-        return sketch_of_hashes(shingle_hashes(word_hashes(words, SKETCH_SEED), SHINGLE))
-    digest = xxhash.xxh3_64_intdigest
-    joined = "\n".join(texts)
-    found = compiled.latin1_sketch(
-        _features._separated(joined).lower(), _features._LATIN1_SKETCH_WORDS, SHINGLE,
-        SKETCH_SEED, digest,
+        found = sketch_words(texts)
+        return sketch_of_hashes(shingle_hashes(word_hashes(found, SKETCH_SEED), SHINGLE))
+    return compiled.text_sketch(
+        texts, _features._LATIN1_SKETCH_WORDS, _features._SEPARATORS, _features.sketch_text,
+        SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest, {} if words is None else words,
     )
-    if found is None:  # sketch_words' general path, each distinct word encoded once
-        words = _features.general_sketch_words(joined)
-        found = compiled.sketch(words, SHINGLE, SKETCH_SEED, digest, False)
-    return found
 
 
 _BIN_SHIFT = np.uint64(64 - 6)  # log2(64) leading bits choose the bin
