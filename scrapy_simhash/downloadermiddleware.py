@@ -234,7 +234,13 @@ class UrlRulesMiddleware:
 
     # -- evidence ----------------------------------------------------------
 
-    def page_kept(self, response: Response, **kwargs: Any) -> None:
+    def page_kept(self, response: Response, conclusive: bool = True, **kwargs: Any) -> None:
+        if not conclusive:
+            # One of its host's first pages, or near one: kept unless an exact copy,
+            # whatever it is, so its being kept is no evidence about its URL.
+            self._verifying.pop(_requested_url(response), None)
+            self.stats.inc_value("simhash/rules_inconclusive_count")
+            return
         url = response.url
         self._record(["k", url])
         self._learn(self.book.kept, url)

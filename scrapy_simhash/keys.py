@@ -73,6 +73,9 @@ STATS: tuple[KeySpec, ...] = (
             "Of them, pages confirmed as near-duplicates (the rule held)."),
     KeySpec("simhash/rules_verify_failed_count", _RULES,
             "Of them, pages kept as distinct."),
+    KeySpec("simhash/rules_inconclusive_count", _RULES,
+            "Pages kept that are no evidence for or against a rule: signed before their "
+            "host's template was known, or near such a page."),
     KeySpec("simhash/rules_verify_pending_count", _RULES,
             "Requests a rule would skip, fetched because a check of the rule was still "
             "awaiting its verdict."),

@@ -50,6 +50,7 @@ import logging
 import os
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,7 @@ from scrapy_simhash.backends import (
 from scrapy_simhash.fingerprinting import (
     FINGERPRINT_VERSION,
     FingerprintResult,
+    hamming,
     parse_html,
     plain_elements,
 )
@@ -194,6 +196,10 @@ class SimhashMiddleware:
         #: Each host's template, learned from the pages this crawl keeps: what
         #: a page's own text (the drop decision's evidence) leaves out.
         self.templates = SiteTemplates()
+        #: Per host, the fingerprints of the pages kept before its template was
+        #: known (at most ``KNOWN_PAGES``, for the hosts ``templates`` holds): a
+        #: near copy of one of them is kept, so being kept says nothing of it.
+        self._early: OrderedDict[str, list[int]] = OrderedDict()
         #: The links of every page delivered to the spider: a near copy that
         #: carries another is delivered, not dropped (its drop would cut it off).
         self.links = DeliveredLinks()
@@ -399,7 +405,9 @@ class SimhashMiddleware:
             self.stats.inc_value("simhash/skipped_count/disabled_meta")
             return
         start = time.thread_time()
-        template = self.templates[urlparse_cached(response).netloc]
+        host = urlparse_cached(response).netloc
+        template = self.templates[host]
+        known = template.known  # as the page is signed against it
         try:
             analysis = self.analyse_response(response, template)
             sig, result = analysis.signature, analysis.details
@@ -415,21 +423,22 @@ class SimhashMiddleware:
                 self._persistence_error(exc)
                 duplicate = None
             except BackendError as exc:
-                template.learn(analysis.evidence.block_hashes)
+                template.learn(analysis.evidence.block_hashes, sig.fingerprint)
                 self._backend_error(exc)
                 return
             again = duplicate is not None and _same_page(response.url, duplicate.url)
             if duplicate is None or again or (request is not None and request.dont_filter):
                 # A page kept as distinct teaches its site's template; a copy
-                # never does (its blocks would pass for template).
-                template.learn(analysis.evidence.block_hashes)
+                # never does (its blocks would pass for template), nor a page
+                # with the fingerprint of one that did (it may be a copy).
+                template.learn(analysis.evidence.block_hashes, sig.fingerprint)
         finally:
             self._seconds += time.thread_time() - start
         self.stats.inc_value("simhash/response_count")
         if duplicate is None:
             self.crawler.signals.send_catch_log(
                 simhash_signals.simhash_kept, response=response, fingerprint=fp,
-                spider=self.crawler.spider,
+                conclusive=self._conclusive(host, fp, known), spider=self.crawler.spider,
             )
             return
         if again:
@@ -472,6 +481,24 @@ class SimhashMiddleware:
             )
         if self.action == "drop_outlinks":
             self._flagged.add(response)
+
+    def _conclusive(self, host: str, fingerprint: int, known: bool) -> bool:
+        """Whether a page just kept was kept on its merits: it was signed with
+        its host's template known, and no page kept before that is within k bits
+        of it (such a page confirms only an exact copy of itself)."""
+        early = self._early.get(host)
+        if not known:
+            if early is None:
+                early = self._early[host] = []
+                if len(self._early) > self.templates.max_hosts:
+                    self._early.popitem(last=False)  # as templates forget hosts
+            early.append(fingerprint)
+            return False
+        if early is not None:
+            self._early.move_to_end(host)
+            k = self.config.max_distance
+            return all(hamming(fingerprint, other) > k for other in early)
+        return True
 
     def analyse_response(self, response: HtmlResponse, template: SiteTemplate) -> Analysis:
         """The page's signature (None when it gets no fingerprint), the

@@ -18,5 +18,9 @@ simhash_duplicate = object()
 
 simhash_kept = object()
 """Sent for every page fingerprinted and kept as distinct (no stored page within
-k bits), with ``response``, ``fingerprint`` and ``spider``; synchronous, like
-``simhash_duplicate``. The URL rules learn their counterexamples from it."""
+k bits confirmed), with ``response``, ``fingerprint``, ``conclusive`` and
+``spider``; synchronous, like ``simhash_duplicate``. ``conclusive`` is False
+when being kept says nothing of the page: it was signed before its host's
+template was known, or such a page is within k bits of it (those confirm only
+exact copies). The URL rules learn their counterexamples from the conclusive
+ones."""

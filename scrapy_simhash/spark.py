@@ -119,8 +119,10 @@ def _signature_batches(
                 min_features=min_features,
                 encoding=encoding if isinstance(encoding, str) and encoding else None,
             )
-            template.learn(found.evidence.block_hashes)
             signature, details = found.signature, found.details
+            # as a crawl learns: a page with a fingerprint learned before is not
+            template.learn(found.evidence.block_hashes,
+                           None if signature is None else signature.fingerprint)
             counts[i] = details.feature_count
             if signature is not None:
                 fps[i] = signature.fingerprint

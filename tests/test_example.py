@@ -3,9 +3,10 @@
 The demo site (``example_project/demo/site.py``) knows which of its pages are
 copies of one another (``classify(url).group``), so every drop and every kept
 page can be checked. Which copy of a page comes first depends on concurrency,
-so the checks are order-independent: each group is kept once (a copy of one of the
-site's first ``KNOWN_PAGES`` pages, signed before its template was known, may be kept
-once more).
+so the checks are order-independent: each group is kept at least once and at most
+``run_demo.MAX_KEPT`` times (a copy the decision cannot confirm is kept: of one of the
+site's first ``KNOWN_PAGES`` pages, signed before its template was known, or of a page
+signed while the template was younger; a copy delivered for a link of its own).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import pytest
 import scrapy.cmdline
 
 from scrapy_simhash.fingerprinting import DEFAULT_MAX_DISTANCE, fingerprint, hamming
-from scrapy_simhash.fingerprinting.template import KNOWN_PAGES
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 sys.path.insert(0, str(EXAMPLE))
@@ -65,11 +65,10 @@ def crawl(tmp_path_factory) -> run_demo.CrawlResult:
     return result
 
 
-def _kept_twice(crawl) -> int:
-    """Copies kept besides the first of their group: at most the site's first KNOWN_PAGES
-    pages' groups, and the near copies delivered for a link of their own."""
-    kept = Counter(classify(u).group for u in set(crawl.kept))  # kept at one URL
-    return sum(n - 1 for g, n in kept.items() if n > 1 and g.startswith(("story:", "listing:")))
+def _most_kept(crawl) -> int:
+    """The most times one story or listing page was kept (at one URL each)."""
+    kept = Counter(classify(u).group for u in set(crawl.kept))
+    return max(n for g, n in kept.items() if g.startswith(("story:", "listing:")))
 
 
 def _listing_kept_twice(crawl) -> bool:
@@ -114,10 +113,11 @@ def test_session_id_views_dropped_one_view_per_listing_page_kept(crawl):
     views = Counter(classify(u).group for u in crawl.fetched if classify(u).kind == "listing")
     assert sorted(views) == [f"listing:{n}" for n in range(1, LISTING_PAGES + 1)]
     for n in range(1, LISTING_PAGES + 1):
-        # once; or twice when its first view was one of the site's first KNOWN_PAGES
+        # once; more when a view was not confirmed: one of the site's first KNOWN_PAGES
         # pages, signed before the template was known (dropped only as exact copies:
-        # Scrapy 2.13 processes a listing view second in about 3 runs of 7)
-        assert 1 <= kept[f"listing:{n}"] <= 2
+        # Scrapy 2.13 processes a listing view second in about 3 runs of 7), or a view
+        # signed while the template was younger; never again and again
+        assert 1 <= kept[f"listing:{n}"] <= run_demo.MAX_KEPT
     # Every page links to listing page 1 with a fresh session id: URL dedup cannot help;
     # the URL rule learned from the dropped views skips many of them before download
     # (how many depends on the order Scrapy schedules them, and since version 7 a site's
@@ -184,9 +184,9 @@ def test_each_story_kept_once_whichever_copy_came_first(crawl):
     views = Counter(classify(u).group for u in crawl.fetched if classify(u).kind != "home")
     kept = Counter(classify(u).group for u in set(crawl.kept))  # kept at one URL
     stories = [f"story:{a.slug}" for a in content.ARTICLES]
-    # once; more as a copy of one of the site's first pages, or for a link (see above)
+    # once; more as a copy the decision did not confirm, or for a link (see above)
     assert {g: kept[g] for g in stories if kept[g] < 1} == {}
-    assert _kept_twice(crawl) <= KNOWN_PAGES + _for_links(crawl)
+    assert _most_kept(crawl) <= run_demo.MAX_KEPT
     # The article links its printer and partner copies: at least one copy was met, and
     # dropped or skipped.
     skipped = Counter(classify(s["url"]).group for s in crawl.skips)
@@ -261,18 +261,21 @@ def test_run_demo_end_to_end(tmp_path):
     # without rules a site's first near copies may be kept (v7 drops them only as exact
     # copies until the template is known), and the pages only they link to reached: the
     # crawl with rules may keep fewer, but loses no page reached through originals
-    assert with_rules == crawled and with_rules < without and kept_with <= kept_without
+    assert with_rules == crawled and kept_with <= kept_without
+    if not re.search(r"listing:\d+ kept [2-9] times", out):  # else the session-id rule
+        # met a counterexample (below) and saves nothing: either crawl may fetch more
+        assert with_rules < without
     lost = re.search(r"\[ok\] with URL rules no distinct page lost: (\d+) of the (\d+) ", out)
     assert lost and lost.group(1) == lost.group(2), out[-3000:]
-    if not re.search(r"listing:\d+ kept 2 times", out):  # else the session-id rule met a
-        # counterexample (above)
+    if not re.search(r"listing:\d+ kept [2-9] times", out):  # else the session-id rule
+        # met a counterexample
         assert re.search(r"active +\d+ +\d+ +0 +\d+ +param /news/list ignore sid", out), out[-3000:]
     failed = [line for line in out.splitlines() if "[FAIL]" in line]
     assert (proc.returncode == 0) == (not failed), out[-3000:]
     assert proc.returncode == 0, out[-3000:]
     assert "All checks passed." in out
     # every page kept once (or more, counted): the summary's kept figure is the table's
-    twice = re.search(r"copies kept besides the first: (\d+),", out)
+    twice = re.search(r"copies kept besides the first: (\d+) \(", out)
     assert twice, out[-3000:]
     assert re.search(rf"distinct pages kept +{kept - int(twice.group(1))} ", out), out[-3000:]
 

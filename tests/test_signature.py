@@ -390,3 +390,32 @@ def test_sketches_of_different_lengths_refused():
 def test_empty_sketches_never_confirm():
     empty = SG.Signature(0, bytes(SG.SKETCH_BINS))
     assert not SG.is_duplicate(empty, empty)
+
+
+def test_a_page_with_a_learned_fingerprint_teaches_no_template():
+    """Views of one page kept unconfirmed must not make each other's blocks template:
+    each would then have less text of its own than the next could be confirmed on
+    (the demo kept 97 views of one listing page so). A page whose fingerprint a page
+    learned before had is not learned; without a fingerprint, every page is."""
+    view = T.block_hashes(["Listing of all stories", "A teaser paragraph", "Views: 1"])
+    template = T.SiteTemplate()
+    assert template.learn(view, 0xABC)
+    for _ in range(5):
+        assert not template.learn(view, 0xABC)
+    assert template.pages == 1 and not template.template_mask(view).any()
+    assert template.learn(view, 0xABD)  # another fingerprint: another page
+    assert template.pages == 2 and template.template_mask(view).all()
+    plain = T.SiteTemplate()
+    for _ in range(3):
+        assert plain.learn(view)
+    assert plain.pages == 3
+
+
+def test_fingerprints_learned_are_a_bounded_window():
+    template = T.SiteTemplate()
+    empty = np.zeros(0, dtype=np.uint64)
+    for fp in range(T.MAX_BLOCKS + 1):
+        template.learn(empty, fp)
+    assert len(template._prints) == T.MAX_BLOCKS
+    assert template.learn(empty, 0)  # the oldest was forgotten
+    assert not template.learn(empty, T.MAX_BLOCKS)

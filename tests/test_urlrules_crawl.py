@@ -455,3 +455,30 @@ def test_a_check_answered_through_a_redirect_gets_its_verdict():
     mw.page_kept(HtmlResponse(reached.url, request=reached))
     assert crawler.stats.get_value("simhash/rules_verify_failed_count") == 1
     assert crawler.stats.get_value("simhash/rules_verify_pending_count") == 2
+
+
+@deferred_f_from_coro_f
+async def test_a_hosts_first_pages_are_no_evidence_against_a_rule(site, tmp_path):
+    """A host's first pages are signed before its template is known, so they confirm
+    only exact copies: a near copy of one is kept beside it. That pair is no
+    counterexample (else one early page would reject the rule for the whole crawl);
+    neither page is in the evidence, and the rule is learned from the pages after."""
+    _session_site(site)
+    pages = dict(site.pages)
+    # /p/0?sid=b: the article of /p/0?sid=a and one line more, a near copy (not exact)
+    pages["/p/0?sid=b"] = article_html(100, chrome="Updated five minutes ago")
+    site.serve(pages)
+    settings = {**RULES, **ORDERS["fifo"], "CONCURRENT_REQUESTS": 1,
+                "SIMHASH_RULES_PATH": str(tmp_path / "rules"),
+                "SIMHASH_RULES_VERIFY_SHARE": 0, "SIMHASH_RULES_VERIFY_FIRST": 0}
+    crawler = await crawl(_SiteSpider, settings, base=site.base)
+    stats = crawler.stats
+    # "/" and /p/0?sid=a are the host's first two pages; /p/0?sid=b is kept because its
+    # only candidate was signed before the template was known
+    assert "/p/0?sid=b" in crawler.spider.parsed
+    assert stats.get_value("simhash/rules_inconclusive_count") == 3
+    kept = {e[1][len(site.base):] for e in read_rules(tmp_path / "rules") if e[0] == "k"}
+    assert kept.isdisjoint({"/", "/p/0?sid=a", "/p/0?sid=b"})
+    assert stats.get_value("simhash/rules_rejected_count", 0) == 0
+    assert stats.get_value("simhash/rules_active") == 1
+    assert len(crawler.spider.skipped) >= 1

@@ -14,8 +14,9 @@ page dropped on this evidence loses no text that no kept page holds.
 A host's template is *known* once :data:`KNOWN_PAGES` of its pages were
 learned; before that a page's own text is all of it, and
 :mod:`~scrapy_simhash.fingerprinting.signature` drops it only as an exact copy.
-Only pages the crawl kept are learned (:meth:`SiteTemplate.learn`), so copies
-of a page never make its own text look like template.
+Only pages the crawl kept are learned (:meth:`SiteTemplate.learn`), and of
+those only one per fingerprint (a copy kept unconfirmed has its original's), so
+copies of a page never make its own text look like template.
 
 Memory is bounded: per host, counts of :data:`MAX_BLOCKS` blocks seen on two
 pages or more (past them no new one is counted, so fewer blocks count as
@@ -68,7 +69,7 @@ class SiteTemplate:
     on one (the oldest forgotten first, so a block must recur within that
     window to be counted)."""
 
-    __slots__ = ("pages", "needed", "_once", "_counts")
+    __slots__ = ("pages", "needed", "_once", "_counts", "_prints")
 
     def __init__(self, needed: int = TEMPLATE_PAGES) -> None:
         #: Pages learned.
@@ -77,6 +78,7 @@ class SiteTemplate:
         self.needed = needed
         self._once: dict[int, None] = {}
         self._counts: dict[int, int] = {}
+        self._prints: dict[int, None] = {}  # fingerprints of the pages learned (a window)
 
     @property
     def known(self) -> bool:
@@ -102,8 +104,23 @@ class SiteTemplate:
         """``bool`` per block: True where the block is template."""
         return self.counts(hashes) >= self.threshold()
 
-    def learn(self, hashes: np.ndarray) -> None:
-        """Count a kept page's blocks (each distinct block once)."""
+    def learn(self, hashes: np.ndarray, fingerprint: int | None = None) -> bool:
+        """Count a kept page's blocks (each distinct block once); whether it was.
+
+        A page with the ``fingerprint`` of a page learned before (one of the
+        last :data:`MAX_BLOCKS`) is not: it may be a copy of it kept unconfirmed
+        (a copy of one of the host's first pages, a view of a listing signed
+        while the template was younger), and a copy's blocks must not pass for
+        template, or its views would make each other's text template in turn,
+        each then too small to be dropped but as an exact copy: kept again,
+        learned again. Learning fewer pages is safe: less is template."""
+        if fingerprint is not None:
+            prints = self._prints
+            if fingerprint in prints:
+                return False
+            prints[fingerprint] = None
+            if len(prints) > MAX_BLOCKS:
+                del prints[next(iter(prints))]  # the oldest
         self.pages += 1
         once, counts = self._once, self._counts
         for h in set(hashes.tolist()):
@@ -118,6 +135,7 @@ class SiteTemplate:
                 once[h] = None
                 if len(once) > MAX_BLOCKS:
                     del once[next(iter(once))]  # the oldest
+        return True
 
     def __len__(self) -> int:
         """Blocks counted on two pages or more."""
