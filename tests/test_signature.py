@@ -414,8 +414,8 @@ def test_a_page_with_a_learned_fingerprint_teaches_no_template():
 def test_fingerprints_learned_are_a_bounded_window():
     template = T.SiteTemplate()
     empty = np.zeros(0, dtype=np.uint64)
-    for fp in range(T.MAX_BLOCKS + 1):
+    for fp in range(T.MAX_PRINTS + 1):
         template.learn(empty, fp)
-    assert len(template._prints) == T.MAX_BLOCKS
+    assert len(template._prints) == T.MAX_PRINTS
     assert template.learn(empty, 0)  # the oldest was forgotten
-    assert not template.learn(empty, T.MAX_BLOCKS)
+    assert not template.learn(empty, T.MAX_PRINTS)

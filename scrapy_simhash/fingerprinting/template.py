@@ -21,9 +21,11 @@ copies of a page never make its own text look like template.
 Memory is bounded: per host, counts of :data:`MAX_BLOCKS` blocks seen on two
 pages or more (past them no new one is counted, so fewer blocks count as
 template: fewer drops, never a wrong one) and a window of the last
-:data:`MAX_BLOCKS` blocks seen once; and
-:data:`MAX_HOSTS` hosts (the least recently used is forgotten, and starts
-again unknown).
+:data:`MAX_BLOCKS` blocks seen once, and the fingerprints of the last
+:data:`MAX_PRINTS` pages learned (past them a copy kept unconfirmed may be
+learned again: less own text for its next copy, never a wrong drop); and
+:data:`MAX_HOSTS` hosts (the least recently used is forgotten, and starts again
+unknown).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ KNOWN_PAGES = 2
 MAX_BLOCKS = 20_000
 #: Hosts whose template is kept at most (least recently used forgotten).
 MAX_HOSTS = 64
+#: Fingerprints of the pages learned remembered per host (about 100 bytes each):
+#: a page with one of them is not learned (:meth:`SiteTemplate.learn`).
+MAX_PRINTS = 4_096
 #: Seed of the block hashes (apart from every other hash of the package).
 BLOCK_SEED = 0xB10C
 
@@ -108,7 +113,7 @@ class SiteTemplate:
         """Count a kept page's blocks (each distinct block once); whether it was.
 
         A page with the ``fingerprint`` of a page learned before (one of the
-        last :data:`MAX_BLOCKS`) is not: it may be a copy of it kept unconfirmed
+        last :data:`MAX_PRINTS`) is not: it may be a copy of it kept unconfirmed
         (a copy of one of the host's first pages, a view of a listing signed
         while the template was younger), and a copy's blocks must not pass for
         template, or its views would make each other's text template in turn,
@@ -119,7 +124,7 @@ class SiteTemplate:
             if fingerprint in prints:
                 return False
             prints[fingerprint] = None
-            if len(prints) > MAX_BLOCKS:
+            if len(prints) > MAX_PRINTS:
                 del prints[next(iter(prints))]  # the oldest
         self.pages += 1
         once, counts = self._once, self._counts
