@@ -482,3 +482,25 @@ async def test_a_hosts_first_pages_are_no_evidence_against_a_rule(site, tmp_path
     assert stats.get_value("simhash/rules_rejected_count", 0) == 0
     assert stats.get_value("simhash/rules_active") == 1
     assert len(crawler.spider.skipped) >= 1
+
+
+def test_an_inconclusive_check_neither_confirms_nor_retires_the_rule():
+    """A page a rule would skip, fetched to check it, that comes back kept but
+    inconclusive (near one of its host's first pages) is no verdict: the rule stays
+    active, the check no longer holds it back, and nothing is recorded."""
+    from scrapy.http import Request
+
+    from tests.test_urlrules import H
+
+    mw, crawler = _checked_rule()
+    check = Request(f"{H}/list?page=4&sid=q")
+    assert mw.process_request(check) is None  # the check
+    assert mw.process_request(Request(f"{H}/list?page=5&sid=q")) is None  # held
+    mw.page_kept(HtmlResponse(check.url, request=check), conclusive=False)
+    assert crawler.stats.get_value("simhash/rules_inconclusive_count") == 1
+    assert crawler.stats.get_value("simhash/rules_verify_failed_count") is None
+    assert mw.book.active_count == 1
+    with pytest.raises(SkippedByRule):
+        mw.process_request(Request(f"{H}/list?page=6&sid=r"))  # nothing awaits a verdict
+    mw.page_kept(HtmlResponse(f"{H}/list?page=6&sid=s"))  # conclusive: a counterexample
+    assert mw.book.active_count == 0
