@@ -50,7 +50,6 @@ import logging
 import os
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -196,10 +195,6 @@ class SimhashMiddleware:
         #: Each host's template, learned from the pages this crawl keeps: what
         #: a page's own text (the drop decision's evidence) leaves out.
         self.templates = SiteTemplates()
-        #: Per host, the fingerprints of the pages kept before its template was
-        #: known (at most ``KNOWN_PAGES``, for the hosts ``templates`` holds): a
-        #: near copy of one of them is kept, so being kept says nothing of it.
-        self._early: OrderedDict[str, list[int]] = OrderedDict()
         #: The links of every page delivered to the spider: a near copy that
         #: carries another is delivered, not dropped (its drop would cut it off).
         self.links = DeliveredLinks()
@@ -405,8 +400,7 @@ class SimhashMiddleware:
             self.stats.inc_value("simhash/skipped_count/disabled_meta")
             return
         start = time.thread_time()
-        host = urlparse_cached(response).netloc
-        template = self.templates[host]
+        template = self.templates[urlparse_cached(response).netloc]
         known = template.known  # as the page is signed against it
         try:
             analysis = self.analyse_response(response, template)
@@ -438,7 +432,7 @@ class SimhashMiddleware:
         if duplicate is None:
             self.crawler.signals.send_catch_log(
                 simhash_signals.simhash_kept, response=response, fingerprint=fp,
-                conclusive=self._conclusive(host, fp, known), spider=self.crawler.spider,
+                conclusive=self._conclusive(template, fp, known), spider=self.crawler.spider,
             )
             return
         if again:
@@ -482,23 +476,12 @@ class SimhashMiddleware:
         if self.action == "drop_outlinks":
             self._flagged.add(response)
 
-    def _conclusive(self, host: str, fingerprint: int, known: bool) -> bool:
+    def _conclusive(self, template: SiteTemplate, fingerprint: int, known: bool) -> bool:
         """Whether a page just kept was kept on its merits: it was signed with
-        its host's template known, and no page kept before that is within k bits
-        of it (such a page confirms only an exact copy of itself)."""
-        early = self._early.get(host)
-        if not known:
-            if early is None:
-                early = self._early[host] = []
-                if len(self._early) > self.templates.max_hosts:
-                    self._early.popitem(last=False)  # as templates forget hosts
-            early.append(fingerprint)
-            return False
-        if early is not None:
-            self._early.move_to_end(host)
-            k = self.config.max_distance
-            return all(hamming(fingerprint, other) > k for other in early)
-        return True
+        its host's template ``known``, and no page learned before that is within
+        k bits of it (such a page confirms only an exact copy of itself)."""
+        k = self.config.max_distance
+        return known and all(hamming(fingerprint, other) > k for other in template.early)
 
     def analyse_response(self, response: HtmlResponse, template: SiteTemplate) -> Analysis:
         """The page's signature (None when it gets no fingerprint), the

@@ -121,8 +121,7 @@ def _signature_batches(
             )
             signature, details = found.signature, found.details
             # as a crawl learns: a page with a fingerprint learned before is not
-            template.learn(found.evidence.block_hashes,
-                           None if signature is None else signature.fingerprint)
+            template.learn(found.evidence.block_hashes, details.fingerprint)
             counts[i] = details.feature_count
             if signature is not None:
                 fps[i] = signature.fingerprint

@@ -337,8 +337,7 @@ def test_fingerprint_html_folder_jsonl_and_warc(tmp_path):
         template = templates[urlsplit(source).netloc if "://" in source else ""]
         found = analyse(pages_of.get(source, "<html><body><p>Hi</p></body></html>"),
                         template=template)
-        template.learn(found.evidence.block_hashes,
-                       None if found.signature is None else found.signature.fingerprint)
+        template.learn(found.evidence.block_hashes, found.details.fingerprint)
         sketches[source] = found.evidence.sketch.hex()
     for source, hex_fp, spots, count, note, sketch in rows:
         if expected[source] is None:

@@ -195,8 +195,7 @@ def test_fingerprints_equal_the_crawlers(spark):
     signatures = {}
     for url, page in sorted(zip(rows["url"], pages)):
         found = analyse(page.encode("utf-8"), template=template)
-        template.learn(found.evidence.block_hashes,
-                       None if found.signature is None else found.signature.fingerprint)
+        template.learn(found.evidence.block_hashes, found.details.fingerprint)
         signatures[url] = found.signature
     assert template.known
     for url, page in zip(rows["url"], pages):

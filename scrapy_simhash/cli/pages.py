@@ -157,8 +157,7 @@ def fingerprint_page(page: Page, min_features: int, seed: int = 0,
                     min_features=min_features, seed=seed, encoding=page.encoding,
                     body=page.html)
     if template is not None:
-        template.learn(found.evidence.block_hashes,
-                       None if found.signature is None else found.signature.fingerprint)
+        template.learn(found.evidence.block_hashes, found.details.fingerprint)
     sig, result = found.signature, found.details
     if root is None:
         return Fingerprinted(result.fingerprint, result.feature_count, 0, result.reason,
