@@ -49,7 +49,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -420,6 +420,48 @@ class Positives:
         )
 
 
+def copies(
+    i: int, pages: list[Page], eligible: list[int], hosts: list[Page], seed: int
+) -> Iterator[tuple[str, str, str]]:
+    """``(kind, html, who)`` of each copy of the eligible page ``pages[i]`` the positives
+    compare with it, in order: itself (marked), each perturbation of
+    :data:`SINGLE`, two and four of them, ~1% of its words edited, and its
+    content in another page's template (one of ``hosts``)."""
+    kinds: dict[str, Callable[[random.Random], list[str]]] = {
+        **{k: (lambda rng, k=k: [k]) for k in SINGLE},
+        "combo-2": lambda rng: sorted(rng.sample(SINGLE, 2), key=SINGLE.index),
+        "combo-4": lambda rng: list(SINGLE),
+        "edits-1%": lambda rng: ["edits"],
+    }
+    page = pages[i]
+    text = marked(page)
+    yield "identity", text, page.name
+    others = [j for j in eligible if j != i]
+    rng = random.Random(P.page_seed(seed, page.name))
+    teasers = pages[rng.choice(others)].teasers if others else []
+    for kind, choose in kinds.items():
+        html, _counts = P.perturb(
+            text,
+            choose(rng),
+            P.page_seed(seed, page.name, kind),
+            main_path=page.main_path,
+            teasers=teasers or P.DEFAULT_TEASERS,
+        )
+        yield kind, html, page.name
+    candidates = [h for h in hosts if h.name != page.name]
+    if candidates:
+        host = rng.choice(candidates)
+        article, template = P.parse(text), P.parse(host.text)
+        a_main = article.getroottree().xpath(page.main_path)[0]
+        t_main = template.getroottree().xpath(host.main_path)[0]
+        html = P.serialize(P.transplant(article, a_main, template, t_main))
+        yield "template", html, f"{page.name} in the template of {host.name}"
+
+
+#: The kinds of :func:`copies`, in order.
+KINDS = ("identity", *SINGLE, "combo-2", "combo-4", "edits-1%", "template")
+
+
 def positives(
     label: str,
     pages: list[Page],
@@ -430,50 +472,17 @@ def positives(
     seed: int,
 ) -> Positives:
     """Each eligible page against its perturbed copies; templates come from ``hosts``."""
-    kinds: dict[str, Callable[[random.Random], list[str]]] = {
-        **{k: (lambda rng, k=k: [k]) for k in SINGLE},
-        "combo-2": lambda rng: sorted(rng.sample(SINGLE, 2), key=SINGLE.index),
-        "combo-4": lambda rng: list(SINGLE),
-        "edits-1%": lambda rng: ["edits"],
-    }
-    names = ("identity", *kinds, "template")
-    dist: dict[str, list[int]] = {k: [] for k in names}
-    raw: dict[str, list[int]] = {k: [] for k in names}
-    who: dict[str, list[str]] = {k: [] for k in names}
-
-    def record(kind: str, original, html: str, name: str) -> None:
-        d, decided = distances(original, signer.with_siblings(html, f"{name} [{kind}]"))
-        raw[kind].append(d)
-        dist[kind].append(decided)
-
+    dist: dict[str, list[int]] = {k: [] for k in KINDS}
+    raw: dict[str, list[int]] = {k: [] for k in KINDS}
+    who: dict[str, list[str]] = {k: [] for k in KINDS}
     for i in eligible:
-        page = pages[i]
         original = sigs.sigs[i]
-        text = marked(page)
-        record("identity", original, text, page.name)
-        who["identity"].append(page.name)
-        others = [j for j in eligible if j != i]
-        rng = random.Random(P.page_seed(seed, page.name))
-        teasers = pages[rng.choice(others)].teasers if others else []
-        for kind, choose in kinds.items():
-            html, _counts = P.perturb(
-                text,
-                choose(rng),
-                P.page_seed(seed, page.name, kind),
-                main_path=page.main_path,
-                teasers=teasers or P.DEFAULT_TEASERS,
-            )
-            record(kind, original, html, page.name)
-            who[kind].append(page.name)
-        candidates = [h for h in hosts if h.name != page.name]
-        if candidates:
-            host = rng.choice(candidates)
-            article, template = P.parse(text), P.parse(host.text)
-            a_main = article.getroottree().xpath(page.main_path)[0]
-            t_main = template.getroottree().xpath(host.main_path)[0]
-            html = P.serialize(P.transplant(article, a_main, template, t_main))
-            record("template", original, html, page.name)
-            who["template"].append(f"{page.name} in the template of {host.name}")
+        for kind, html, name in copies(i, pages, eligible, hosts, seed):
+            copy = signer.with_siblings(html, f"{pages[i].name} [{kind}]")
+            d, decided = distances(original, copy)
+            raw[kind].append(d)
+            dist[kind].append(decided)
+            who[kind].append(name)
     as_array = lambda d: {k: np.array(v, dtype=np.int64) for k, v in d.items()}  # noqa: E731
     return Positives(label, as_array(dist), as_array(raw), who)
 
