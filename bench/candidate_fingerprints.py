@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -82,11 +83,15 @@ class Signer(Q.Signer):
     """``bench.quality``'s signer, giving :class:`Signed` pages."""
 
     def __call__(self, text, name: str, template=None) -> Signed | None:
-        found = self.analyse(text, name, template)
-        if found is None or found.signature is None:
-            return None
-        own = None if template is None else own_fingerprint(text, template)
-        return Signed(found.signature, found.signature.fingerprint if own is None else own)
+        return signed(self.analyse(text, name, template), text, template)
+
+
+def signed(found, text, template: T.SiteTemplate | None) -> Signed | None:
+    """The :class:`Signed` page of an analysis of ``text`` against ``template``."""
+    if found is None or found.signature is None:
+        return None
+    own = None if template is None else own_fingerprint(text, template)
+    return Signed(found.signature, found.signature.fingerprint if own is None else own)
 
 
 def candidates(a: Signed, b: Signed, k: int) -> dict[str, bool]:
@@ -98,10 +103,63 @@ def candidates(a: Signed, b: Signed, k: int) -> dict[str, bool]:
     return dict(zip(VARIANTS, (main, own, probed, both)))
 
 
+def stream(signer: Signer, pages: list[Q.Page]) -> list[Signed | None]:
+    """A documentation site's pages signed in file order, each against the
+    template of the pages before it (``bench.quality``'s stream context)."""
+    template = T.SiteTemplate()
+    out: list[Signed | None] = []
+    for page in pages:
+        found = signer.analyse(page.text, page.name, template)
+        out.append(signed(found, page.text, template))
+        if found is not None:
+            template.learn(found.evidence.block_hashes)
+    return out
+
+
+def measure(
+    signer: Signer, pages: list[Q.Page], originals: list[Signed | None], chosen: list[int],
+    hosts: list[Q.Page], k: int, seed: int, found: dict[str, Counter],
+    refused: dict[str, Counter],
+) -> None:
+    """Count, per kind of copy, the copies each variant finds and why the
+    sketches refuse the others."""
+    signer.articles = Q.articles(pages, chosen)
+    for i in chosen:
+        original = originals[i]
+        for kind, html, _ in Q.copies(i, pages, chosen, hosts, seed):
+            copy = signer.with_siblings(html, f"{pages[i].name} [{kind}]")
+            found[kind]["pages"] += 1
+            if original is None or copy is None:
+                refused[kind]["a page has no fingerprint"] += 1
+                continue
+            agreement = SG.confirmation(original.signature.sketch, copy.signature.sketch)
+            if not agreement.confirms:
+                refused[kind][agreement.reason] += 1
+                continue
+            found[kind][CEILING] += 1
+            found[kind].update(v for v, ok in candidates(original, copy, k).items() if ok)
+
+
+def table(title: str, found: dict[str, Counter], refused: dict[str, Counter]) -> list[str]:
+    lines = ["", title, f"{'kind':12s}" + "".join(f"{v:>20s}" for v in (*VARIANTS, CEILING))]
+    for kind, counts in found.items():
+        lines.append(
+            f"{kind:12s}"
+            + "".join(f"{counts[v] / max(counts['pages'], 1):>20.3f}" for v in (*VARIANTS, CEILING))
+        )
+    lines += ["", "copies the sketches refuse, by reason (whatever the fingerprints):"]
+    for kind, reasons in refused.items():
+        lines += [f"  {kind}: {n} {reason}" for reason, n in reasons.most_common()]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-k", type=int, default=SG.DEFAULT_MAX_DISTANCE)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--docs", action="store_true",
+                        help="also the documentation sites' copies (as bench.quality: "
+                             f"{Q.DOC_POSITIVES[0]} pages a site), about 15 minutes more")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if corpus_dir() is None:
@@ -115,40 +173,34 @@ def main(argv: list[str] | None = None) -> int:
     signer = Signer(None)
     signer.articles = Q.articles(web, eligible)
     hosts = [web[i] for i in eligible if web[i].outside_prose <= Q.MAX_TEMPLATE_PROSE]
-    found: dict[str, Counter] = {kind: Counter() for kind in Q.KINDS}
-    refused: dict[str, Counter] = {kind: Counter() for kind in Q.KINDS}
-    for i in eligible:
-        original = signer.with_siblings(Q.marked(web[i]), web[i].name)
-        for kind, html, _ in Q.copies(i, web, eligible, hosts, args.seed):
-            copy = signer.with_siblings(html, f"{web[i].name} [{kind}]")
-            found[kind]["pages"] += 1
-            if original is None or copy is None:
-                refused[kind]["a page has no fingerprint"] += 1
+    originals = [signer.with_siblings(Q.marked(page), page.name) for page in web]
+    groups = [("web", web, originals, eligible)]
+    if args.docs:
+        for site in Q.DOC_SITES:
+            pages = Q.load_docs(site, None, args.seed)
+            if not pages:
                 continue
-            agreement = SG.confirmation(original.signature.sketch, copy.signature.sketch)
-            if not agreement.confirms:
-                refused[kind][agreement.reason] += 1
-                continue
-            found[kind][CEILING] += 1
-            found[kind].update(v for v, ok in candidates(original, copy, args.k).items() if ok)
+            chosen = sorted(random.Random(Q.P.page_seed(args.seed, site)).sample(
+                Q.eligible_pages(pages), min(Q.DOC_POSITIVES[0], len(Q.eligible_pages(pages)))
+            ))
+            groups.append(("docs", pages, stream(signer, pages), chosen))
+    results = {}
+    for label, pages, signed, chosen in groups:
+        found, refused = results.setdefault(
+            label, ({kind: Counter() for kind in Q.KINDS}, {kind: Counter() for kind in Q.KINDS})
+        )
+        measure(signer, pages, signed, chosen, hosts, args.k, args.seed, found, refused)
     lines = [
-        f"# python -m bench.candidate_fingerprints   ({started}, "
+        f"# python -m bench.candidate_fingerprints{' --docs' if args.docs else ''}   ({started}, "
         f"FINGERPRINT_VERSION {F.FINGERPRINT_VERSION}, {time.perf_counter() - t:.0f} s, "
         f"load average at the start {load})",
-        f"recall of the drop decision (sketches confirming, candidate by each variant) at k={args.k}, "
-        f"{len(eligible)} web pages x {len(Q.KINDS)} copies, as in bench.quality; bars: "
+        f"recall of the drop decision (sketches confirming, candidate by each variant) at "
+        f"k={args.k}, copies as in bench.quality; bars: "
         + ", ".join(f"{kind} {bar}" for kind, bar in Q.BARS.items()),
-        "",
-        f"{'kind':12s}" + "".join(f"{v:>20s}" for v in (*VARIANTS, CEILING)),
     ]
-    for kind, counts in found.items():
-        lines.append(
-            f"{kind:12s}"
-            + "".join(f"{counts[v] / max(counts['pages'], 1):>20.3f}" for v in (*VARIANTS, CEILING))
-        )
-    lines += ["", "copies the sketches refuse, by reason (whatever the fingerprints):"]
-    for kind, reasons in refused.items():
-        lines += [f"  {kind}: {n} {reason}" for reason, n in reasons.most_common()]
+    for label, (found, refused) in results.items():
+        pages = found["identity"]["pages"]
+        lines += table(f"{label}: {pages} pages x {len(Q.KINDS)} copies", found, refused)
     report = "\n".join(lines) + "\n"
     print(report, end="")
     args.output.write_text(report, encoding="utf-8")
