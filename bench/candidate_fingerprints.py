@@ -1,12 +1,13 @@
 """Which fingerprints find a copy as a candidate: the main text's, or its own part's too.
 
 The drop decision is a candidate (fingerprints within k bits) confirmed by the
-sketches. Its recall on the ``web/`` positives of ``make bench-quality`` is held
-back where the fingerprint puts a copy more than k bits from its original although
-the sketches confirm it: mostly a page moved into another site's template, whose
-extractor then reads some of that template as main text (issue 23's "template"
-bar). This measures, on the same pages, copies and siblings' templates as
-``bench.quality``, the decision with the candidate found by:
+sketches. Its recall on the positives of ``make bench-quality`` is lost either where
+the sketches refuse a copy, or where the fingerprint puts a copy more than k bits
+from its original although the sketches confirm it (on web pages mostly a page
+moved into another site's template, whose extractor then reads some of that
+template as main text: issue 23's "template" bar). This measures, on the same
+pages, copies and templates as ``bench.quality`` (web pages; with ``--docs`` the
+documentation sites' too), the decision with the candidate found by:
 
 * ``main``: the fingerprints of the two main texts (what every backend does);
 * ``own``: the fingerprints of the main texts less their site's template blocks
@@ -25,8 +26,8 @@ confirm them (both pages with a fingerprint), with why the others are refused
 ``own`` alone makes a page's fingerprint depend on what its host's template was
 when it was signed, which differs between a site and its mirror and drifts during
 a crawl; the others keep the main text's fingerprint. Run:
-``python -m bench.candidate_fingerprints`` (about 10 minutes; writes
-``bench/results/candidates.txt``).
+``python -m bench.candidate_fingerprints [--docs]`` (about 2 minutes, 15 with
+``--docs``; writes ``bench/results/candidates.txt``).
 """
 
 from __future__ import annotations
