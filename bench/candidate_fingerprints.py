@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import random
 import time
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
+import bench
 from bench import quality as Q
 from evaluation.corpus import ABSENT_REASON, corpus_dir
 from scrapy_simhash.fingerprinting.extract import MainText
@@ -166,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if corpus_dir() is None:
         print(f"skipped: {ABSENT_REASON}")
         return 0
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    started, load = bench.started()
     t = time.perf_counter()
     web = Q.load_web(None, args.seed)
     eligible = Q.eligible_pages(web)

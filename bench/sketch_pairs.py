@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+import bench
 from bench import quality as Q
 from evaluation.corpus import ABSENT_REASON, corpus_dir
 
@@ -85,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if corpus_dir() is None:
         print(f"skipped: {ABSENT_REASON}")
         return 0
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    started, load = bench.started()
     t = time.perf_counter()
     lines, total = [], 0
     for site in args.sites:
