@@ -11,7 +11,7 @@ confirmed, those of distinct pages (5-word-shingle Jaccard of the site's content
 container below 0.5, ``bench.quality``'s criterion) are counted and listed. None
 on a site bounds what any candidate search could join there: a larger k, a second
 fingerprint, any other index. Run: ``python -m bench.sketch_pairs [SITE ...]``
-(the nine sites of ``bench.quality`` by default; about 5 minutes); writes
+(the nine sites of ``bench.quality`` by default; about 2 minutes); writes
 ``bench/results/sketch_pairs.txt``.
 """
 
