@@ -1,18 +1,19 @@
 """Pairs of distinct pages whose sketches confirm each other, whatever their fingerprints.
 
 The drop decision is a candidate (fingerprints within k bits) confirmed by the
-sketches, and the first rule rests on the confirmation: the fingerprint only
-chooses which pairs are compared. This takes the fingerprints out: on each
-documentation site, signed as ``make bench-quality`` signs it (in file order, each
-page against the template of the pages before it, as a crawl learns it), every pair
-of signed pages is confirmed by their sketches alone
+sketches. This takes the fingerprints out: each documentation site is signed as
+``make bench-quality`` signs it (in file order, each page against the template of
+the pages before it, as a crawl learns it), and so is each of its top folders
+alone (a crawl that starts there learns another template: other pairs come
+close); every pair of signed pages is confirmed by their sketches alone
 (:func:`~scrapy_simhash.fingerprinting.signature.confirms_many`), and of the pairs
 confirmed, those of distinct pages (5-word-shingle Jaccard of the site's content
-container below 0.5, ``bench.quality``'s criterion) are counted and listed. None
-on a site bounds what any candidate search could join there: a larger k, a second
-fingerprint, any other index. Run: ``python -m bench.sketch_pairs [SITE ...]``
-(the nine sites of ``bench.quality`` by default; about 2 minutes); writes
-``bench/results/sketch_pairs.txt``.
+container below 0.5, ``bench.quality``'s criterion) are counted and listed with
+the path that confirmed them and how far apart their fingerprints are: within k
+bits, the decision joins them. None on a site bounds what any candidate search
+could join there: a larger k, a second fingerprint, any other index. Run:
+``python -m bench.sketch_pairs [SITE ...]`` (the nine sites of ``bench.quality``
+by default; about 3 minutes); writes ``bench/results/sketch_pairs.txt``.
 """
 
 from __future__ import annotations
@@ -50,30 +51,64 @@ def confirmed_pairs(sketches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(first), np.concatenate(second)
 
 
-def site_report(site: str, seed: int) -> tuple[list[str], int]:
-    """The lines of one site's report, and its distinct pairs confirmed."""
-    pages = Q.load_docs(site, None, seed)
-    sigs = Q.Signer(None).site(pages)
-    signed = [i for i, s in enumerate(sigs.sigs) if s is not None]
+def contexts(site: str, pages: list) -> list[tuple[str, list[int]]]:
+    """The orders a site is signed in: the whole site, then each top folder
+    alone (a crawl that starts there learns another template, so other pairs
+    come close)."""
+    folders: dict[str, list[int]] = {}
+    for i, page in enumerate(pages):
+        parts = page.name[len(site) + 1 :].split("/")
+        if len(parts) > 1:
+            folders.setdefault(parts[0], []).append(i)
+    found = [("whole site", list(range(len(pages))))]
+    if len(folders) > 1:
+        found += [(f"{name}/ alone", chosen) for name, chosen in folders.items() if len(chosen) > 1]
+    return found
+
+
+def context_report(pages: list, chosen: list[int]) -> tuple[int, int, list[tuple]]:
+    """Pairs of ``chosen`` pages (signed alone, in file order) the sketches
+    confirm: their number, the pairs examined, and the distinct ones as
+    ``(Jaccard, bits apart, reason, own bins agreeing, filled, name, name)``."""
+    subset = [pages[i] for i in chosen]
+    sigs = Q.Signer(None).site(subset).sigs
+    signed = [i for i, s in enumerate(sigs) if s is not None]
     sketches = np.frombuffer(
-        b"".join(sigs.sigs[i].sketch for i in signed), dtype=np.uint8
+        b"".join(sigs[i].sketch for i in signed), dtype=np.uint8
     ).reshape(-1, SG.SKETCH_BINS)
     a, b = confirmed_pairs(sketches)
-    pairs = len(signed) * (len(signed) - 1) // 2
     distinct = []
     for x, y in zip(a.tolist(), b.tolist()):
         i, j = signed[x], signed[y]
-        similarity = Q.jaccard(pages[i].shingles, pages[j].shingles)
+        similarity = Q.jaccard(subset[i].shingles, subset[j].shingles)
         if similarity < Q.DUP_JACCARD:
-            distance = F.hamming(sigs.sigs[i].fingerprint, sigs.sigs[j].fingerprint)
-            distinct.append((similarity, distance, pages[i].name, pages[j].name))
-    lines = [
-        f"{site}: {len(signed)} of {len(pages)} pages signed, {pairs} pairs; sketches confirm "
-        f"{len(a)} of them, {len(distinct)} of distinct pages (Jaccard < {Q.DUP_JACCARD})"
-    ]
-    for similarity, distance, x, y in sorted(distinct, reverse=True)[:SHOWN]:
-        lines.append(f"  Jaccard {similarity:.2f}, {distance} bits apart: {x}  {y}")
-    return lines, len(distinct)
+            found = SG.confirmation(sigs[i].sketch, sigs[j].sketch)
+            distance = F.hamming(sigs[i].fingerprint, sigs[j].fingerprint)
+            distinct.append((similarity, distance, found.reason, found.matches, found.filled,
+                             subset[i].name, subset[j].name))
+    return len(a), len(signed) * (len(signed) - 1) // 2, distinct
+
+
+def site_report(site: str, seed: int) -> tuple[list[str], int, int]:
+    """The lines of one site's report, its distinct pairs confirmed in any
+    context, and those the decision joins (in the context they were found)."""
+    pages = Q.load_docs(site, None, seed)
+    lines, pairs, total_joined = [], set(), 0
+    for name, chosen in contexts(site, pages):
+        confirmed, examined, distinct = context_report(pages, chosen)
+        joined = sum(1 for found in distinct if found[1] <= SG.DEFAULT_MAX_DISTANCE)
+        lines.append(
+            f"{site}, {name}: {len(chosen)} pages, {examined} pairs of signed pages; sketches "
+            f"confirm {confirmed} of them, {len(distinct)} of distinct pages (Jaccard < "
+            f"{Q.DUP_JACCARD}), {joined} of them within k = {SG.DEFAULT_MAX_DISTANCE} bits "
+            "(joined by the decision)"
+        )
+        total_joined += joined
+        for similarity, distance, reason, matches, filled, x, y in sorted(distinct, reverse=True)[:SHOWN]:
+            lines.append(f"  Jaccard {similarity:.2f}, {distance} bits apart, {reason} (own bins "
+                         f"{matches}/{filled}): {x}  {y}")
+        pairs.update((x, y) for *_, x, y in distinct)
+    return lines, len(pairs), total_joined
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,22 +122,25 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started, load = bench.started()
     t = time.perf_counter()
-    lines, total = [], 0
+    lines, total, joined = [], 0, 0
     for site in args.sites:
-        found, distinct = site_report(site, args.seed)
+        found, distinct, near = site_report(site, args.seed)
         print("\n".join(found), flush=True)
         lines += found
         total += distinct
+        joined += near
     report = "\n".join([
         f"# python -m bench.sketch_pairs {' '.join(args.sites)}   ({started}, FINGERPRINT_VERSION "
-        f"{F.FINGERPRINT_VERSION}, {time.perf_counter() - t:.0f} s, load average at the start "
-        f"{load})",
-        "every pair of a site's signed pages confirmed by their sketches alone (no fingerprint): "
-        f"{total} pairs of distinct pages confirmed on {len(args.sites)} sites",
+        f"{F.FINGERPRINT_VERSION}, guard {SG.GUARD}/64, {time.perf_counter() - t:.0f} s, load "
+        f"average at the start {load})",
+        "every pair of a site's signed pages confirmed by their sketches alone (no fingerprint), "
+        f"each site signed whole and each of its top folders alone: {total} pairs of distinct "
+        f"pages confirmed on {len(args.sites)} sites, {joined} of them within k = "
+        f"{SG.DEFAULT_MAX_DISTANCE} bits (joined by the drop decision)",
         *lines,
     ]) + "\n"
     args.output.write_text(report, encoding="utf-8")
-    print(f"{total} pairs of distinct pages confirmed; written to {args.output}")
+    print(f"{total} pairs of distinct pages confirmed, {joined} joined; written to {args.output}")
     return 0
 
 

@@ -231,10 +231,10 @@ def _pair(own_same: int, main_same: int, trusted: bool) -> tuple[bytes, bytes]:
     [
         (36, 0, False, True),  # 36 / 48 = CONFIRM / 64: the own texts agree
         (35, 32, False, False),  # just below, and the main texts are not trusted
-        (35, 24, True, True),  # path 3: own texts guard (35 >= 15), main 24 / 32 agree
+        (35, 24, True, True),  # path 3: own texts guard (35 >= 27), main 24 / 32 agree
         (35, 23, True, False),  # main texts just below
-        (15, 32, True, True),  # 15 / 48 = GUARD / 64
-        (14, 32, True, False),  # own texts below the guard
+        (27, 32, True, True),  # 27 / 48 = GUARD / 64
+        (26, 32, True, False),  # own texts below the guard
     ],
 )
 def test_confirms_many_thresholds(own_same, main_same, trusted, expected):
