@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.backends.memory import FP_CAP, MAX_CANDIDATES, MemoryBackend
 from scrapy_simhash.fingerprinting.signature import (
+    ALIKE,
     CONFIRM,
     GUARD,
+    NEAR,
     OWN_BINS,
     SKETCH_BINS,
     Signature,
@@ -162,8 +164,9 @@ def _reference(a: bytes, b: bytes) -> bool:
     if agree(a[:OWN_BINS], b[:OWN_BINS], CONFIRM):
         return True
     trusted = field_a & 0x4000 and field_b & 0x4000
-    return bool(trusted and agree(a[:OWN_BINS], b[:OWN_BINS], GUARD)
-                and agree(a[64:], b[64:], CONFIRM))
+    own, main = (a[:OWN_BINS], b[:OWN_BINS]), (a[64:], b[64:])
+    return bool(trusted and agree(*own, GUARD) and agree(*main, CONFIRM)
+                and (agree(*main, NEAR) or agree(*own, ALIKE)))
 
 
 _FLAGS = st.sampled_from([0xC0, 0xC0, 0xC0, 0, 0x40, 0x80])
@@ -231,10 +234,13 @@ def _pair(own_same: int, main_same: int, trusted: bool) -> tuple[bytes, bytes]:
     [
         (36, 0, False, True),  # 36 / 48 = CONFIRM / 64: the own texts agree
         (35, 32, False, False),  # just below, and the main texts are not trusted
-        (35, 24, True, True),  # path 3: own texts guard (35 >= 27), main 24 / 32 agree
+        (35, 24, True, True),  # path 3: main 24 / 32 agree, own texts alike (35 >= 27)
         (35, 23, True, False),  # main texts just below
-        (27, 32, True, True),  # 27 / 48 = GUARD / 64
-        (26, 32, True, False),  # own texts below the guard
+        (27, 24, True, True),  # 27 / 48 = ALIKE / 64
+        (26, 24, True, False),  # own texts below ALIKE, main texts not near
+        (26, 27, True, True),  # 27 / 32 = NEAR / 64: own texts guard (26 >= 15)
+        (15, 32, True, True),  # 15 / 48 = GUARD / 64
+        (14, 32, True, False),  # own texts below the guard
     ],
 )
 def test_confirms_many_thresholds(own_same, main_same, trusted, expected):

@@ -201,8 +201,9 @@ def test_generated_pages_of_a_folder_crawled_alone_stay_apart():
     and ``FailableLongPredicate``: the same sentences, another type), signed as
     a crawl that starts in their folder signs them: their main texts are
     trusted and agree, their fingerprints 2 bits apart, their own texts on 22
-    of 48 bins (``bench.sketch_pairs``). With the own texts' guard at 20 of 64
-    bins the decision joined them; the guard must refuse them."""
+    of 48 bins (``bench.sketch_pairs``). With only the own texts' guard (20 of
+    64 bins) beside the main texts' agreement, the decision joined them; path 3
+    must refuse them (main texts not nearly the same, own texts not alike)."""
     paths = [p for p in site_pages("docs3/commons-lang3-3.12") if "/org/" in str(p)]
     if len(paths) < 50:
         pytest.skip("docs3/commons-lang3-3.12 is not in the corpus (docs-dev3.tar.xz)")

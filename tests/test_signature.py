@@ -337,7 +337,9 @@ def brute_force(a: SG.Signature, b: SG.Signature, k: int) -> bool:
     exact = (ow_a and ow_a == ow_b and oh_a == oh_b) or (pw_a and pw_a == pw_b and ph_a == ph_b)
     both = flags_a == flags_b == 3
     own = agree(own_a, own_b, SG.CONFIRM)
-    main = tr_a and tr_b and agree(own_a, own_b, SG.GUARD) and agree(main_a, main_b, SG.CONFIRM)
+    main = (tr_a and tr_b and agree(own_a, own_b, SG.GUARD)
+            and agree(main_a, main_b, SG.CONFIRM)
+            and (agree(main_a, main_b, SG.NEAR) or agree(own_a, own_b, SG.ALIKE)))
     return distance <= k and bool(exact or (both and (own or main)))
 
 

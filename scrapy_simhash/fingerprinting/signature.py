@@ -30,9 +30,9 @@ one of three ways:
 3. **by the main text's sketch**, as a near copy whose own text is diluted by
    what its template does not repeat (a rotating sidebar, a partner's
    chrome): the main-text sketches agree as in 2, the own-text sketches at
-   least ``GUARD`` of every 64 filled bins (more than the resemblance of 0.5
-   below which two pages are distinct, by about the sampling error of 48
-   bins), both pages as in 2, and on both
+   least ``GUARD`` of every 64 filled bins, and either the main texts nearly
+   the same (``NEAR``) or the own texts more alike than distinct pages are
+   (``ALIKE``); both pages as in 2, and on both
    the main text is *trusted*: mostly the page's own text, not blocks that
    other pages repeat (a footer, a shared paragraph) -- at least
    :data:`SMALL_OWN` of its words are on no other kept page, and they are at
@@ -95,12 +95,18 @@ MAIN_BINS = 32
 #: A sketch confirms when at least this many of every 64 bins filled on either
 #: side hold the same value: an estimated resemblance of CONFIRM / 64.
 CONFIRM = 48
-#: The own texts' agreement a trusted main text needs beside its own (path 3):
-#: 27 of 48 full bins. At 20, the sketches alone (every pair, no fingerprint)
-#: confirmed 4 pairs of distinct pages of the nine documentation sites, their
-#: own texts agreeing on 19 to 26 bins; at 36, none (``bench.sketch_pairs``),
-#: so that the decision does not rest on the fingerprint to keep pages apart.
-GUARD = 36
+#: The own texts' agreement a trusted main text needs beside its own (path 3).
+GUARD = 20
+#: Path 3 also needs the main texts nearly the same (``NEAR`` of every 64
+#: filled bins: a copy's main text, whatever chrome changed around it), or the
+#: own texts more alike than distinct pages are (``ALIKE``: more than the
+#: resemblance of 0.5 below which pages count as distinct, by about the
+#: sampling error of 48 bins). Without it, pages generated from one pattern
+#: (``FailableIntPredicate`` and ``FailableLongPredicate``, member lists) had
+#: main texts agreeing on 24 to 26 of 32 bins and own texts on 16 to 26 of 48,
+#: and one such pair was 2 bits apart (``bench.sketch_pairs``).
+NEAR = 54
+ALIKE = 36
 #: Own words below which a page is dropped only as an exact copy.
 SMALL_OWN = 50
 #: Seed of the sketch's word hashes (apart from the fingerprint's).
@@ -374,6 +380,7 @@ _EMPTY = np.uint8(0)
 _REGIONS = np.array([0, OWN_BINS, 64], dtype=np.intp)
 _ONE, _SCALE = np.uint16(1), np.uint16(64)
 _CONFIRM, _GUARD = np.uint16(CONFIRM), np.uint16(GUARD)
+_ALIKE, _NEAR = np.uint16(ALIKE), np.uint16(NEAR)
 
 
 def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -406,6 +413,7 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     np.multiply(matches, _SCALE, out=matches)
     agree = matches >= filled * _CONFIRM  # own text (column 0), main text (column 2)
     guarded = matches[:, 0] >= filled[:, 0] * _GUARD
+    guarded &= (matches[:, 2] >= filled[:, 2] * _NEAR) | (matches[:, 0] >= filled[:, 0] * _ALIKE)
     # 2. own texts agree (both pages sketchable, templates known); 3. main
     # texts agree, trusted on both, own texts guarding
     sketched = (flags >= _BOTH) & agree[:, 0]
