@@ -91,9 +91,9 @@ def context_report(pages: list, chosen: list[int]) -> tuple[int, int, list[tuple
 
 def site_report(site: str, seed: int) -> tuple[list[str], int, int]:
     """The lines of one site's report, its distinct pairs confirmed in any
-    context, and those the decision joins (in the context they were found)."""
+    context, and those the decision joins (in a context they were found in)."""
     pages = Q.load_docs(site, None, seed)
-    lines, pairs, total_joined = [], set(), 0
+    lines, pairs, joined_pairs = [], set(), set()
     for name, chosen in contexts(site, pages):
         confirmed, examined, distinct = context_report(pages, chosen)
         joined = sum(1 for found in distinct if found[1] <= SG.DEFAULT_MAX_DISTANCE)
@@ -103,12 +103,13 @@ def site_report(site: str, seed: int) -> tuple[list[str], int, int]:
             f"{Q.DUP_JACCARD}), {joined} of them within k = {SG.DEFAULT_MAX_DISTANCE} bits "
             "(joined by the decision)"
         )
-        total_joined += joined
         for similarity, distance, reason, matches, filled, x, y in sorted(distinct, reverse=True)[:SHOWN]:
             lines.append(f"  Jaccard {similarity:.2f}, {distance} bits apart, {reason} (own bins "
                          f"{matches}/{filled}): {x}  {y}")
         pairs.update((x, y) for *_, x, y in distinct)
-    return lines, len(pairs), total_joined
+        joined_pairs.update((x, y) for _, bits, *_, x, y in distinct
+                            if bits <= SG.DEFAULT_MAX_DISTANCE)
+    return lines, len(pairs), len(joined_pairs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -239,6 +239,7 @@ def _pair(own_same: int, main_same: int, trusted: bool) -> tuple[bytes, bytes]:
         (27, 24, True, True),  # 27 / 48 = ALIKE / 64
         (26, 24, True, False),  # own texts below ALIKE, main texts not near
         (26, 27, True, True),  # 27 / 32 = NEAR / 64: own texts guard (26 >= 15)
+        (26, 26, True, False),  # main texts just below NEAR
         (15, 32, True, True),  # 15 / 48 = GUARD / 64
         (14, 32, True, False),  # own texts below the guard
     ],
