@@ -15,7 +15,7 @@ Rows, in one run on the same files:
 - ``decimal -> table``: this tree's default output (header, hex);
 - ``hex -> table``: 16-hex-digit input, as ``fingerprint`` writes it;
 - ``keyed -> table``: ``URL<TAB>hex`` lines (1M only): keys carried to the output.
-- ``sketched -> table``: hex and each page's 64-byte sketch (128 hex digits), as
+- ``sketched -> table``: hex and each page's 96-byte sketch (192 hex digits), as
   ``fingerprint`` writes them (1M only): every candidate confirmed by the sketches
   (planted near-duplicates carry their original's sketch with a few bins changed);
   ``sketched, k=6`` the same at the crawler's default k, what find-all uses on
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE, OWN_BINS, SKETCH_BINS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "scrapy-simhash"
@@ -53,8 +53,8 @@ BASELINE = "146c188"  # the package split, before the fingerprint list format
 def make_input(path: Path, n: int, k: int, seed: int = 0, with_sketches: bool = False
                ) -> tuple[np.ndarray, np.ndarray | None, set]:
     """n fingerprints (1% planted near-duplicates, 0.1% repeats), their sketches
-    (``with_sketches``; a near-duplicate's: its original's with up to 8 of 64 bins
-    changed, which confirms it) and the planted pairs."""
+    (``with_sketches``; a near-duplicate's: its original's with up to 8 of its own
+    text's bins changed, its exact keys kept, which confirms it) and the planted pairs."""
     rng = np.random.default_rng(seed)
     n_near, n_same = n // 100, n // 1000
     base = rng.integers(0, 2**64, size=n - n_near - n_same, dtype=np.uint64)
@@ -70,10 +70,11 @@ def make_input(path: Path, n: int, k: int, seed: int = 0, with_sketches: bool = 
     sketches = None
     if with_sketches:
         srng = np.random.default_rng(seed + 1)
-        base_sketches = srng.integers(1, 256, size=(len(base), 64), dtype=np.uint8)
+        base_sketches = srng.integers(1, 256, size=(len(base), SKETCH_BINS), dtype=np.uint8)
         near_sketches = base_sketches[src[:n_near]].copy()
         for i in range(n_near):
-            near_sketches[i, srng.choice(64, size=srng.integers(0, 9), replace=False)] ^= 0x80
+            changed = srng.choice(OWN_BINS, size=srng.integers(0, 9), replace=False)
+            near_sketches[i, changed] ^= 0x80
         sketches = np.concatenate([base_sketches, near_sketches,
                                    base_sketches[src[n_near:]]])[order]
     a, b = base[src[:n_near]], near
