@@ -234,12 +234,13 @@ def _pair(own_same: int, main_same: int, trusted: bool) -> tuple[bytes, bytes]:
     [
         (36, 0, False, True),  # 36 / 48 = CONFIRM / 64: the own texts agree
         (35, 32, False, False),  # just below, and the main texts are not trusted
-        (35, 24, True, True),  # path 3: main 24 / 32 agree, own texts alike (35 >= 27)
+        (35, 24, True, True),  # path 3: main 24 / 32 agree, own texts alike (35 >= 32)
         (35, 23, True, False),  # main texts just below
-        (27, 24, True, True),  # 27 / 48 = ALIKE / 64
-        (26, 24, True, False),  # own texts below ALIKE, main texts not near
-        (26, 27, True, True),  # 27 / 32 = NEAR / 64: own texts guard (26 >= 15)
-        (26, 26, True, False),  # main texts just below NEAR
+        (32, 24, True, True),  # 32 / 48 >= ALIKE / 64 (31.5)
+        (31, 24, True, False),  # own texts below ALIKE, main texts not near
+        (29, 24, True, False),  # HandlerBase / DefaultHandler (OpenJDK 17): distinct
+        (31, 28, True, True),  # 28 / 32 = NEAR / 64: own texts guard (31 >= 15)
+        (31, 27, True, False),  # main texts just below NEAR
         (15, 32, True, True),  # 15 / 48 = GUARD / 64
         (14, 32, True, False),  # own texts below the guard
     ],
