@@ -4,7 +4,10 @@ For each site folder: every page's signature, computed as a crawl computes it
 (in file order, against the template learned from the pages before it that
 nothing dropped), every pair the crawler's decision joins (fingerprints within k, sketches confirming), and among them
 the pairs of distinct pages: 5-word-shingle Jaccard < 0.5 of the text of the
-site's content container (an XPath; ``//body`` when the site has none).
+site's content container (an XPath; ``//body`` when the site has none). Then,
+as :mod:`bench.sketch_pairs` does for the corpus, the pairs the sketches
+confirm whatever their fingerprints, and the distinct ones among them with how
+many bits apart they are: what a larger k could join.
 
 The sites come from Debian's documentation packages, never unpacked into the
 project (as for the corpus)::
@@ -26,10 +29,12 @@ from pathlib import Path
 import numpy as np
 from lxml import html as lxml_html
 
+from bench.sketch_pairs import confirmed_pairs
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
     SKETCH_BINS,
     analyse,
+    confirmation,
     confirms_many,
 )
 from scrapy_simhash.fingerprinting.template import SiteTemplate
@@ -103,17 +108,32 @@ def check(site: Path, xpath: str, show: int) -> int:
             cache[i] = content_shingles(signed[i][0], xpath)
         return cache[i]
 
-    false = []
-    for i, j in pairs:
-        a, b = shingles(i), shingles(j)
-        jaccard = len(a & b) / max(1, len(a | b))
-        if jaccard < 0.5:
-            false.append((jaccard, signed[i][0], signed[j][0]))
+    def distinct(found: list[tuple[int, int]]) -> list[tuple[float, int, int]]:
+        """``(Jaccard, i, j)`` of the pairs of distinct pages in ``found``."""
+        out = []
+        for i, j in found:
+            a, b = shingles(i), shingles(j)
+            jaccard = len(a & b) / max(1, len(a | b))
+            if jaccard < 0.5:
+                out.append((jaccard, i, j))
+        return sorted(out)
+
+    false = distinct(pairs)
     print(f"{site}: {len(paths)} pages, {len(signed)} with a fingerprint, {len(pairs)} pairs "
           f"dropped at k={DEFAULT_MAX_DISTANCE}, {len(false)} of distinct pages "
           f"(Jaccard < 0.5 of {xpath})")
-    for jaccard, a, b in sorted(false, key=lambda t: t[0])[:show]:
-        print(f"   J={jaccard:.2f}  {a.relative_to(site)}  <->  {b.relative_to(site)}")
+    for jaccard, i, j in false[:show]:
+        print(f"   J={jaccard:.2f}  {signed[i][0].relative_to(site)}  <->  "
+              f"{signed[j][0].relative_to(site)}")
+    first, second = confirmed_pairs(sketches.reshape(-1, SKETCH_BINS))
+    alone = distinct(list(zip(first.tolist(), second.tolist())))
+    print(f"   sketches alone (any fingerprints): {len(first)} pairs confirmed, {len(alone)} of "
+          "distinct pages")
+    for jaccard, i, j in alone[:show]:
+        bits = int(np.bitwise_count(fps[i] ^ fps[j]))
+        found = confirmation(signed[i][1].sketch, signed[j][1].sketch)
+        print(f"   J={jaccard:.2f}, {bits} bits apart, {found.reason}: "
+              f"{signed[i][0].relative_to(site)}  <->  {signed[j][0].relative_to(site)}")
     return len(false)
 
 
