@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Largest number of tables the Spark join uses by default: each table adds one
-#: row per distinct fingerprint to the join's input (k = 6, the crawler's
+#: row per distinct fingerprint to the join's input (k = 7, the crawler's
 #: default with sketches, needs two-level layouts of a few dozen tables).
 MAX_SPARK_TABLES = 64
 #: Iterations of large-star/small-star after which the components are refused

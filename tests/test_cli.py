@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE, SKETCH_BINS
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -514,9 +514,9 @@ def test_query_a_crawl_state_and_a_saved_index(tmp_path):
         ["q-1", ha, ha, "0", urls[-1]]]
     assert proc.stderr == (
         f"scrapy-simhash: {jobdir / 'simhash.seen'}: 300 pages the crawl stored; decided as "
-        "the crawl decides, at k=6 (the default: this state does not record the crawl's k), "
-        "confirmed by their sketches\n"
-        "scrapy-simhash: 3 matches within 6 bits confirmed by their "
+        f"the crawl decides, at k={DEFAULT_MAX_DISTANCE} (the default: this state does not "
+        "record the crawl's k), confirmed by their sketches\n"
+        f"scrapy-simhash: 3 matches within {DEFAULT_MAX_DISTANCE} bits confirmed by their "
         "sketches, as a crawl decides (1 candidate not confirmed)\n")
     proc = run("query", "-i", lst, "--index", jobdir, "--no-confirm", check=0)
     assert ["q-1", ha, hb, "1", urls[-2]] in table(proc.stdout)[1] and proc.stderr == ""

@@ -9,6 +9,7 @@ import pytest
 
 from scrapy_simhash import features, fingerprint, is_duplicate, signature
 from scrapy_simhash.fingerprinting import fingerprint_details
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE as K
 from scrapy_simhash.fingerprinting.signature import confirmation
 from tests.fixtures_http import article_html
 from tests.test_cli import make_state, run, table
@@ -44,8 +45,8 @@ def test_a_pair_that_matches(pages):
     data = explain(pages / "a.html", pages / "a-moved.html", "--top", 1000)
     assert data["a"]["fingerprint"] == f"{fa:016x}" and data["b"]["fingerprint"] == f"{fb:016x}"
     assert data["checks"][0] == {"name": "simhash", "a": f"{fa:016x}", "b": f"{fb:016x}",
-                                 "distance": distance, "limit": 6, "match": True,
-                                 "reason": f"{distance} bits apart, within k=6"}
+                                 "distance": distance, "limit": K, "match": True,
+                                 "reason": f"{distance} bits apart, within k={K}"}
     # the second signature, as the crawl's is_duplicate compares it (each page
     # signed alone, as explain signs two files: only an exact copy confirms)
     sa, sb = signature(a), signature(b)
@@ -70,7 +71,7 @@ def test_a_pair_that_matches(pages):
     assert 0 < data["a"]["feature_chars"] <= data["a"]["text_chars"]
 
     text = run("explain", pages / "a.html", pages / "a-moved.html", check=0).stdout
-    assert f"{distance} bits apart, within k=6" in text
+    assert f"{distance} bits apart, within k={K}" in text
     assert "verdict: near-duplicates" in text
     assert "of the page's" in text and "characters of visible text" in text
     # a smaller k turns the verdict
@@ -96,10 +97,10 @@ def test_a_pair_that_does_not_match(pages):
     data = explain(pages / "a.html", pages / "b.html")
     d = data["checks"][0]["distance"]
     assert d == (fingerprint((pages / "a.html").read_text())
-                 ^ fingerprint((pages / "b.html").read_text())).bit_count() > 6
+                 ^ fingerprint((pages / "b.html").read_text())).bit_count() > K
     assert data["near_duplicates"] is False
     assert data["verdict"].startswith(
-        f"not near-duplicates: simhash {d} bits apart, more than k=6; sketch ")
+        f"not near-duplicates: simhash {d} bits apart, more than k={K}; sketch ")
     assert data["verdict"].endswith("Both are kept.")
 
 

@@ -25,7 +25,7 @@ def test_defaults():
     config = load()
     assert config == SimhashSettings()
     assert config.enabled is True
-    assert config.max_distance == DEFAULT_MAX_DISTANCE == 6
+    assert config.max_distance == DEFAULT_MAX_DISTANCE == 7
     assert config.layout == "auto"
     assert config.min_features == DEFAULT_MIN_FEATURES
     assert config.action == "drop"
