@@ -10,7 +10,7 @@ fingerprint one bit away (not crowded itself, so nothing kept) meets the same
 candidates through the tables each time. Beside them, in the same run, the
 unbounded way (every candidate, each confirmed on its own), which version 6 did.
 
-``python -m bench.bench_probe [--shared 500 5000] [--others 100000] [--repeat 200]``
+``python -m bench.bench_probe [--shared 500 5000] [--others 100000] [--repeat 200] [-k K]``
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ import time
 import numpy as np
 
 from scrapy_simhash.backends.memory import MemoryBackend
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Signature, confirms
+from scrapy_simhash.fingerprinting.signature import (
+    DEFAULT_MAX_DISTANCE,
+    SKETCH_BINS,
+    Signature,
+    confirms,
+)
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results", "probe.txt")
 
@@ -39,11 +44,11 @@ def sketches(rng: np.random.Generator, n: int) -> np.ndarray:
     return out
 
 
-def run(shared: int, others_count: int, repeat: int) -> list[str]:
+def run(shared: int, others_count: int, repeat: int, k: int = DEFAULT_MAX_DISTANCE) -> list[str]:
     """One size: build, probe, and the result lines."""
     rng = np.random.default_rng(0)
     shared_fp = 0x0123456789ABCDEF
-    backend = MemoryBackend(k=6, expected_size=others_count + shared)
+    backend = MemoryBackend(k=k, expected_size=others_count + shared)
     others = rng.integers(0, 2**63, others_count, dtype=np.uint64)
     stored = sketches(rng, others_count + shared)
     start = time.perf_counter()
@@ -76,7 +81,8 @@ def run(shared: int, others_count: int, repeat: int) -> list[str]:
     bounded = timings["crowded"][0]
     lines = [
         f"probe of a page whose fingerprint {shared:,} stored pages share "
-        f"({others_count:,} others stored; built in {built:.1f} s)  load average {load}",
+        f"({others_count:,} others stored; k = {k}, {len(backend._index.layout.tables)} tables; "
+        f"built in {built:.1f} s)  load average {load}",
     ]
     for name, label in (("crowded", "that fingerprint, candidates kept between probes"),
                         ("near", "a fingerprint 1 bit away, tables probed each time")):
@@ -106,10 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", type=int, default=100_000,
                         help="other stored pages (default 100000)")
     parser.add_argument("--repeat", type=int, default=200, help="probes timed (default 200)")
+    parser.add_argument("-k", type=int, default=DEFAULT_MAX_DISTANCE,
+                        help=f"the index's k (default {DEFAULT_MAX_DISTANCE}, the crawler's)")
     args = parser.parse_args(argv)
     lines = []
     for shared in args.shared:
-        lines += run(shared, args.others, args.repeat)
+        lines += run(shared, args.others, args.repeat, args.k)
         print("\n".join(lines[-5:]), flush=True)
     with open(RESULTS, "w", encoding="utf-8") as out:
         out.write("command: python -m bench.bench_probe " + " ".join(argv or sys.argv[1:]) + "\n")
