@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.cli import fingerprints
 from scrapy_simhash.cli.errors import Problems
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE as K
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
 from tests.fixtures_http import article_html
 from tests.test_cli import SCRIPT, make_state, run, table
@@ -120,7 +121,7 @@ def test_fingerprint_pipes_into_find_all(site):
     want = expected_pairs(sigs)
     assert any(1 <= d <= 3 for d in want.values())  # near, not only identical
     assert want[("pages/a0-copy.html", "pages/a0.html")] == 0
-    assert (fps[NUMBERED[0]] ^ fps[NUMBERED[1]]).bit_count() <= 6  # a candidate...
+    assert (fps[NUMBERED[0]] ^ fps[NUMBERED[1]]).bit_count() <= K  # a candidate...
     assert NUMBERED not in want  # ...that the sketches refuse
     out, codes, errors = pipeline(["fingerprint", "pages"], ["find-all"], cwd=root)
     assert codes == [0, 0], errors
@@ -133,9 +134,9 @@ def test_fingerprint_pipes_into_find_all(site):
         assert (int(fa, 16), int(fb, 16)) == (fps[a], fps[b])
     assert errors[1].splitlines() == [
         "scrapy-simhash: <stdin>: 1 row without a fingerprint ('-') skipped",
-        f"scrapy-simhash: {len(want)} pairs within 6 bits confirmed by their sketches, as a "
-        f"crawl decides ({len(expected_pairs(sigs, False, 6)) - len(want)} candidate"
-        f"{'' if len(expected_pairs(sigs, False, 6)) - len(want) == 1 else 's'} not confirmed)"]
+        f"scrapy-simhash: {len(want)} pairs within {K} bits confirmed by their sketches, as a "
+        f"crawl decides ({len(expected_pairs(sigs, False, K)) - len(want)} candidate"
+        f"{'' if len(expected_pairs(sigs, False, K)) - len(want) == 1 else 's'} not confirmed)"]
 
     # the raw fingerprint pairs on request: the numbered pages pair at distance 0
     out, codes, errors = pipeline(["fingerprint", "pages"], ["find-all", "--no-confirm"],
@@ -181,7 +182,7 @@ def test_clusters_list_keys_once(site):
         assert any(frozenset((a, b)) in linked for a, b in combinations(members, 2))
     # confirmed edges only: the numbered pages (distance 0) are in no cluster together
     assert not any(set(NUMBERED) <= set(m) for m in clusters.values())
-    assert "clusters linked by pairs within 6 bits confirmed" in errors[1]
+    assert f"clusters linked by pairs within {K} bits confirmed" in errors[1]
 
 
 def test_simhash_cpp_format_still_produced_and_read(site):
@@ -223,13 +224,13 @@ def test_query_a_crawl_state_with_fingerprint_output(site, tmp_path):
         assert r["query"] == f"{fps[r['key']]:016x}"
         if r["match"] is not None:
             stored_key = r["url"].removeprefix("https://example.com/")
-            assert r["distance"] == (fps[stored_key] ^ fps[r["key"]]).bit_count() <= 6
+            assert r["distance"] == (fps[stored_key] ^ fps[r["key"]]).bit_count() <= K
             got.add((r["key"], stored_key))
     assert got == {(q, k) for q in keys for k in stored if is_duplicate(sigs[q], sigs[k])}
     matched = {r["key"] for r in rows if r["match"] is not None}
     assert set(stored) <= matched  # each stored page finds itself
     assert "pages/n2.html" not in matched  # n1 is stored at distance 0, and not confirmed
-    assert "matches within 6 bits confirmed by their sketches" in errors[1]
+    assert f"matches within {K} bits confirmed by their sketches" in errors[1]
     out, codes, errors = pipeline(["fingerprint", "pages"],
                                   ["query", "--index", jobdir, "--json", "--no-confirm"],
                                   cwd=root)
@@ -463,7 +464,7 @@ def test_confirmed_pairs_and_clusters_match_brute_force(rows, k):
     import tempfile
     from pathlib import Path
 
-    pairs = brute_confirmed(rows, 6 if k is None else k)
+    pairs = brute_confirmed(rows, K if k is None else k)
     distance = [] if k is None else ["-d", k]
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "list.txt", Path(tmp) / "out.txt"

@@ -108,7 +108,7 @@ async def test_unreachable_redis_fails_at_start(site):
 async def test_mismatched_layout_stops_the_crawl(site, redis_url, caplog):
     serve_chain(site)
     await crawl(ChainSpider, redis_settings(redis_url), base=site.base)
-    settings = redis_settings(redis_url, SIMHASH_LAYOUT="10,9,9,9,9,9,9")
+    settings = redis_settings(redis_url, SIMHASH_LAYOUT="8,8,8,8,8,8,8,8")
     with pytest.raises(BackendError, match="was built with layout="):
         await crawl(ChainSpider, settings, base=site.base)  # stopped before it starts
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
