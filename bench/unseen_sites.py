@@ -51,18 +51,6 @@ def content_shingles(path: Path, xpath: str, n: int = 5) -> set[str]:
     return {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
 
 
-def dropped_pairs(fps: np.ndarray, sketches: np.ndarray, k: int) -> list[tuple[int, int]]:
-    """Every pair ``i < j`` the drop decision joins (brute force over pairs)."""
-    pairs = []
-    for i in range(len(fps) - 1):
-        near = np.nonzero(np.bitwise_count(fps[i] ^ fps[i + 1 :]) <= k)[0] + i + 1
-        if len(near):
-            ok = confirms_many(np.broadcast_to(sketches[i], (len(near), SKETCH_BINS)),
-                               sketches[near])
-            pairs += [(i, int(j)) for j in near[ok]]
-    return pairs
-
-
 def crawl_signatures(paths: list[Path]) -> list:
     """``(path, signature)`` of the pages that get one, signed in order as a crawl
     signs them: against the template of the pages before it that were kept
@@ -100,7 +88,11 @@ def check(site: Path, xpath: str, show: int) -> int:
     signed = crawl_signatures(paths)
     fps = np.array([s.fingerprint for _, s in signed], dtype=np.uint64)
     sketches = np.frombuffer(b"".join(s.sketch for _, s in signed), dtype=np.uint8)
-    pairs = dropped_pairs(fps, sketches.reshape(-1, SKETCH_BINS), DEFAULT_MAX_DISTANCE)
+    # every pair the sketches confirm; the decision's are those within k bits
+    first, second = confirmed_pairs(sketches.reshape(-1, SKETCH_BINS))
+    confirmed = list(zip(first.tolist(), second.tolist()))
+    bits = np.bitwise_count(fps[first] ^ fps[second]).tolist()
+    pairs = [pair for pair, d in zip(confirmed, bits) if d <= DEFAULT_MAX_DISTANCE]
     cache: dict[int, set[str]] = {}
 
     def shingles(i: int) -> set[str]:
@@ -125,9 +117,8 @@ def check(site: Path, xpath: str, show: int) -> int:
     for jaccard, i, j in false[:show]:
         print(f"   J={jaccard:.2f}  {signed[i][0].relative_to(site)}  <->  "
               f"{signed[j][0].relative_to(site)}")
-    first, second = confirmed_pairs(sketches.reshape(-1, SKETCH_BINS))
-    alone = distinct(list(zip(first.tolist(), second.tolist())))
-    print(f"   sketches alone (any fingerprints): {len(first)} pairs confirmed, {len(alone)} of "
+    alone = distinct(confirmed)
+    print(f"   sketches alone (any fingerprints): {len(confirmed)} pairs confirmed, {len(alone)} of "
           "distinct pages")
     for jaccard, i, j in alone[:show]:
         bits = int(np.bitwise_count(fps[i] ^ fps[j]))

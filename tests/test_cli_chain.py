@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.cli import fingerprints
 from scrapy_simhash.cli.errors import Problems
-from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE as K
-from scrapy_simhash.fingerprinting.signature import SKETCH_BINS
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE as K, SKETCH_BINS
 from tests.fixtures_http import article_html
 from tests.test_cli import SCRIPT, make_state, run, table
 

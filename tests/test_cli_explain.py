@@ -9,8 +9,7 @@ import pytest
 
 from scrapy_simhash import features, fingerprint, is_duplicate, signature
 from scrapy_simhash.fingerprinting import fingerprint_details
-from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE as K
-from scrapy_simhash.fingerprinting.signature import confirmation
+from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE as K, confirmation
 from tests.fixtures_http import article_html
 from tests.test_cli import make_state, run, table
 
