@@ -8,7 +8,8 @@
 #
 # The first four were held out before version 7's rule was chosen (2026-11-26),
 # OpenJDK 17 before its third path was last changed, the last four after it
-# (2026-11-27). PY: the Python to run (default .venv/bin/python); OUT: the
+# (2026-11-27); rust's core, GHC's libraries and Scala 2.11's API (rustdoc, Haddock,
+# scaladoc) after it too, before path 3 needed every main bin. PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,8 @@ H=${H:-.cache/heldout}
 PY=${PY:-.venv/bin/python}
 OUT=${OUT:-bench/results/heldout-crawl.txt}
 PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-doc openjdk-17-doc
-          libgtk-3-doc sphinx-doc libsdl2-doc libcommons-collections4-java-doc)
+          libgtk-3-doc sphinx-doc libsdl2-doc libcommons-collections4-java-doc
+          rust-doc ghc-doc scala-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -35,9 +37,15 @@ GTK=$H/libgtk-3-doc/usr/share/gtk-doc/html/gtk3
 SPHINX=$H/sphinx-doc/usr/share/doc/sphinx-doc/html
 SDL=$H/libsdl2-doc/usr/share/doc/libsdl2-doc/html
 COLLECTIONS=$H/libcommons-collections4-java-doc/usr/share/doc/libcommons-collections4-java/api
+RUST=$H/rust-doc/usr/share/doc/rust-doc/html/core
+GHC=$H/ghc-doc/usr/share/doc/ghc-doc/html/libraries
+SCALA=$H/scala-doc/usr/share/doc/scala-2.11/api
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
+RUSTDOC="//section[@id='main-content']"
+HADDOCK="//div[@id='content']"
+SCALADOC="//div[@id='definition']|//div[@id='template']"
 
 case "${1:-}" in
 pairs)
@@ -45,7 +53,7 @@ pairs)
     "$PY" -m bench.unseen_sites --show 5 \
         "$GIO" "$GTK_DOC" "$JSOUP" //main "$XERCES" "$DOXYGEN" "$CRYPTO" "$SPHINX_MAIN" \
         "$JDK" //main "$GTK" "$GTK_DOC" "$SPHINX" "$SPHINX_MAIN" "$SDL" "$DOXYGEN" \
-        "$COLLECTIONS" //main \
+        "$COLLECTIONS" //main "$RUST" "$RUSTDOC" "$GHC" "$HADDOCK" "$SCALA" "$SCALADOC" \
         "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main \
         "$JDK/java.management" //main
     ;;
@@ -62,6 +70,10 @@ crawl)
     crawl "$SPHINX" --xpath "$SPHINX_MAIN"
     crawl "$SDL" --xpath "$DOXYGEN" --start files.html
     crawl "$COLLECTIONS" --xpath //main
+    crawl "$RUST" --xpath "$RUSTDOC" --pages 1200
+    crawl "$RUST" --xpath "$RUSTDOC" --pages 1200 --start num/index.html
+    crawl "$GHC" --xpath "$HADDOCK" --pages 1200 --start base-4.15.1.0/index.html
+    crawl "$SCALA" --xpath "$SCALADOC" --pages 1200 --start library/scala/package.html
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl" >&2

@@ -753,7 +753,7 @@ def run(args: argparse.Namespace, report: Report) -> int:
         f"min_features={args.min_features if args.min_features is not None else F.DEFAULT_MIN_FEATURES}  "
         f"k={args.k}  sketch: {SG.SKETCH_BINS} bytes (own text {SG.OWN_BINS} and main text "
         f"{SG.MAIN_BINS} bins of word {SG.SHINGLE}-shingles), confirm >= {SG.CONFIRM}/64, "
-        f"path 3: guard {SG.GUARD}/64, main near {SG.NEAR}/64 or own alike {SG.ALIKE}/64  context={args.context}  seed={args.seed}  mode={'quick (sample: bars indicative)' if args.quick else 'full'}"
+        f"path 3: guard {SG.GUARD}/64, main {SG.NEAR}/64  context={args.context}  seed={args.seed}  mode={'quick (sample: bars indicative)' if args.quick else 'full'}"
         + ("" if args.extractor == "ours" else f"  extractor={args.extractor} (reference)")
     )
     t = time.perf_counter()

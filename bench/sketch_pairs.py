@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         joined += near
     report = "\n".join([
         f"# python -m bench.sketch_pairs {' '.join(args.sites)}   ({started}, FINGERPRINT_VERSION "
-        f"{F.FINGERPRINT_VERSION}, path 3: guard {SG.GUARD}/64, main near {SG.NEAR}/64 or own alike "
-        f"{SG.ALIKE}/64, {time.perf_counter() - t:.0f} s, load "
+        f"{F.FINGERPRINT_VERSION}, path 3: guard {SG.GUARD}/64, main {SG.NEAR}/64, "
+        f"{time.perf_counter() - t:.0f} s, load "
         f"average at the start {load})",
         "every pair of a site's signed pages confirmed by their sketches alone (no fingerprint), "
         f"each site signed whole and each of its top folders alone: {total} pairs of distinct "

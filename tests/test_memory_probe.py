@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.backends.memory import FP_CAP, MAX_CANDIDATES, MemoryBackend
 from scrapy_simhash.fingerprinting.signature import (
-    ALIKE,
     CONFIRM,
     GUARD,
     NEAR,
@@ -165,8 +164,7 @@ def _reference(a: bytes, b: bytes) -> bool:
         return True
     trusted = field_a & 0x4000 and field_b & 0x4000
     own, main = (a[:OWN_BINS], b[:OWN_BINS]), (a[64:], b[64:])
-    return bool(trusted and agree(*own, GUARD) and agree(*main, CONFIRM)
-                and (agree(*main, NEAR) or agree(*own, ALIKE)))
+    return bool(trusted and agree(*own, GUARD) and agree(*main, CONFIRM) and agree(*main, NEAR))
 
 
 _FLAGS = st.sampled_from([0xC0, 0xC0, 0xC0, 0, 0x40, 0x80])
@@ -234,13 +232,11 @@ def _pair(own_same: int, main_same: int, trusted: bool) -> tuple[bytes, bytes]:
     [
         (36, 0, False, True),  # 36 / 48 = CONFIRM / 64: the own texts agree
         (35, 32, False, False),  # just below, and the main texts are not trusted
-        (35, 24, True, True),  # path 3: main 24 / 32 agree, own texts alike (35 >= 32)
-        (35, 23, True, False),  # main texts just below
-        (32, 24, True, True),  # 32 / 48 >= ALIKE / 64 (31.5)
-        (31, 24, True, False),  # own texts below ALIKE, main texts not near
+        (35, 32, True, True),  # path 3: every main bin agrees, trusted, own texts guard
+        (35, 31, True, False),  # one main bin apart: not the same main text
+        (33, 24, True, False),  # NonZeroU16 / NonZeroUsize (rust core): distinct
         (29, 24, True, False),  # HandlerBase / DefaultHandler (OpenJDK 17): distinct
-        (31, 28, True, True),  # 28 / 32 = NEAR / 64: own texts guard (31 >= 15)
-        (31, 27, True, False),  # main texts just below NEAR
+        (31, 28, True, False),  # 28 / 32 (the old NEAR of 56 / 64) no longer confirms
         (15, 32, True, True),  # 15 / 48 = GUARD / 64
         (14, 32, True, False),  # own texts below the guard
     ],

@@ -338,8 +338,7 @@ def brute_force(a: SG.Signature, b: SG.Signature, k: int) -> bool:
     both = flags_a == flags_b == 3
     own = agree(own_a, own_b, SG.CONFIRM)
     main = (tr_a and tr_b and agree(own_a, own_b, SG.GUARD)
-            and agree(main_a, main_b, SG.CONFIRM)
-            and (agree(main_a, main_b, SG.NEAR) or agree(own_a, own_b, SG.ALIKE)))
+            and agree(main_a, main_b, SG.CONFIRM) and agree(main_a, main_b, SG.NEAR))
     return distance <= k and bool(exact or (both and (own or main)))
 
 
