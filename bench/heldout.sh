@@ -44,7 +44,7 @@ GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
 RUSTDOC="//section[@id='main-content']"
-HADDOCK="//div[@id='content']"
+HADDOCK="//div[@id='content']|//body[not(.//div[@id='content'])]"  # a source page: its body
 SCALADOC="//div[@id='definition']|//div[@id='template']"
 
 case "${1:-}" in

@@ -7,7 +7,11 @@ the pairs of distinct pages: 5-word-shingle Jaccard < 0.5 of the text of the
 site's content container (an XPath; ``//body`` when the site has none). Then,
 as :mod:`bench.sketch_pairs` does for the corpus, the pairs the sketches
 confirm whatever their fingerprints, and the distinct ones among them with how
-many bits apart they are: what a larger k could join.
+many bits apart they are: what a larger k could join. Last, the third path's
+margin: among the pairs of distinct pages that meet all of that path but the
+main texts' agreement (both trusted and sketchable, the own texts at least at
+``GUARD``, not confirmed otherwise), how many of every 64 filled main bins agree
+at most, against ``NEAR``.
 
 The sites come from Debian's documentation packages, never unpacked into the
 project (as for the corpus)::
@@ -30,6 +34,7 @@ import numpy as np
 from lxml import html as lxml_html
 
 from bench.sketch_pairs import confirmed_pairs
+import scrapy_simhash.fingerprinting.signature as SG
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
     SKETCH_BINS,
@@ -83,6 +88,31 @@ def crawl_signatures(paths: list[Path]) -> list:
     return signed
 
 
+def _share(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bins of the row ``a`` agreeing with each row of ``b`` (the same non-zero
+    byte), and bins filled in either (at least 1)."""
+    matches = ((b == a) & (a != 0)).sum(axis=1)
+    return matches, np.maximum(((b != 0) | (a != 0)).sum(axis=1), 1)
+
+
+def path3_pairs(sketches: np.ndarray, floor: int = 40) -> list[tuple[int, int, int]]:
+    """``(main agreement of 64, i, j)`` of the pairs that meet all of the third
+    path but its main texts' threshold (both trusted and sketchable, own texts
+    at ``GUARD`` or more, not confirmed by the own texts), with main texts
+    agreeing on at least ``floor`` of every 64 filled bins."""
+    flags = sketches.view("<u8")[:, 7] & SG._BOTH_TRUSTED
+    rows = np.flatnonzero(flags == SG._BOTH_TRUSTED)
+    own, main = sketches[rows, : SG.OWN_BINS], sketches[rows, 64:]
+    out = []
+    for n in range(len(rows) - 1):
+        om, of = _share(own[n], own[n + 1 :])
+        mm, mf = _share(main[n], main[n + 1 :])
+        hit = (mm * 64 >= floor * mf) & (om * 64 >= SG.GUARD * of) & (om * 64 < SG.CONFIRM * of)
+        for m in np.flatnonzero(hit).tolist():
+            out.append((int(64 * mm[m] // mf[m]), int(rows[n]), int(rows[n + 1 + m])))
+    return out
+
+
 def check(site: Path, xpath: str, show: int) -> int:
     paths = sorted(p for p in site.rglob("*") if p.suffix in (".html", ".htm") and p.is_file())
     signed = crawl_signatures(paths)
@@ -125,6 +155,16 @@ def check(site: Path, xpath: str, show: int) -> int:
         found = confirmation(signed[i][1].sketch, signed[j][1].sketch)
         print(f"   J={jaccard:.2f}, {bits} bits apart, {found.reason}: "
               f"{signed[i][0].relative_to(site)}  <->  {signed[j][0].relative_to(site)}")
+    near = [(q, i, j) for q, i, j in path3_pairs(sketches.reshape(-1, SKETCH_BINS))
+            if len(shingles(i) & shingles(j)) < 0.5 * max(1, len(shingles(i) | shingles(j)))]
+    top = max((q for q, _, _ in near), default=None)
+    print(f"   third path's margin: {len(near)} pairs of distinct pages meet all of it but the "
+          f"main texts (at 40 of 64 or more); their main texts agree on at most "
+          f"{'-' if top is None else top} of 64 (NEAR = {SG.NEAR})")
+    for q, i, j in sorted(near, reverse=True)[:show]:
+        bits = int(np.bitwise_count(fps[i] ^ fps[j]))
+        print(f"   main {q}/64, {bits} bits apart: {signed[i][0].relative_to(site)}  <->  "
+              f"{signed[j][0].relative_to(site)}")
     return len(false)
 
 
