@@ -9,7 +9,8 @@
 # The first four were held out before version 7's rule was chosen (2026-11-26),
 # OpenJDK 17 before its third path was last changed, the last four after it
 # (2026-11-27); rust's core, GHC's libraries and Scala 2.11's API (rustdoc, Haddock,
-# scaladoc) after it too, before path 3 needed every main bin. PY: the Python to run (default .venv/bin/python); OUT: the
+# scaladoc) after it too, before path 3 needed every main bin; Boost 1.74 and Erlang/OTP
+# after that, before a page needed 100 own words for its sketch. PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ PY=${PY:-.venv/bin/python}
 OUT=${OUT:-bench/results/heldout-crawl.txt}
 PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-doc openjdk-17-doc
           libgtk-3-doc sphinx-doc libsdl2-doc libcommons-collections4-java-doc
-          rust-doc ghc-doc scala-doc)
+          rust-doc ghc-doc scala-doc libboost1.74-doc erlang-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -40,12 +41,15 @@ COLLECTIONS=$H/libcommons-collections4-java-doc/usr/share/doc/libcommons-collect
 RUST=$H/rust-doc/usr/share/doc/rust-doc/html/core
 GHC=$H/ghc-doc/usr/share/doc/ghc-doc/html/libraries
 SCALA=$H/scala-doc/usr/share/doc/scala-2.11/api
+BOOST=$H/libboost1.74-doc/usr/share/doc/libboost1.74-doc/doc/html
+ERLANG=$H/erlang-doc/usr/share/doc/erlang-doc
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
 RUSTDOC="//section[@id='main-content']"
 HADDOCK="//div[@id='content']|//body[not(.//div[@id='content'])]"  # a source page: its body
 SCALADOC="//div[@id='definition']|//div[@id='template']"
+BOOSTBOOK="//body/div[not(contains(@class,'spirit-nav'))]"
 
 case "${1:-}" in
 pairs)
@@ -54,6 +58,7 @@ pairs)
         "$GIO" "$GTK_DOC" "$JSOUP" //main "$XERCES" "$DOXYGEN" "$CRYPTO" "$SPHINX_MAIN" \
         "$JDK" //main "$GTK" "$GTK_DOC" "$SPHINX" "$SPHINX_MAIN" "$SDL" "$DOXYGEN" \
         "$COLLECTIONS" //main "$RUST" "$RUSTDOC" "$GHC" "$HADDOCK" "$SCALA" "$SCALADOC" \
+        "$BOOST" "$BOOSTBOOK" "$ERLANG" "//div[@id='content']" \
         "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main \
         "$JDK/java.management" //main
     ;;
@@ -74,6 +79,9 @@ crawl)
     crawl "$RUST" --xpath "$RUSTDOC" --pages 1200 --start num/index.html
     crawl "$GHC" --xpath "$HADDOCK" --pages 1200 --start base-4.15.1.0/index.html
     crawl "$SCALA" --xpath "$SCALADOC" --pages 1200 --start library/scala/package.html
+    crawl "$BOOST" --xpath "$BOOSTBOOK" --pages 1200 --start date_time.html
+    crawl "$BOOST" --xpath "$BOOSTBOOK" --pages 1200 --start date_time/doxy.html
+    crawl "$ERLANG" --xpath "//div[@id='content']" --pages 1200 --start doc/index.html
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl" >&2
