@@ -21,14 +21,12 @@ one of three ways:
    between changed what counts as own text); for any two pages;
 2. **by the own text's sketch**: at least ``CONFIRM`` of every 64 filled
    bins agree, when both pages were signed with their site's template known
-   and have at least :data:`SMALL_OWN` words of their own on no other kept
-   page (links aside), and own text mostly not link text. Below that, a
-   5-word-shingle sketch cannot tell two short pages apart that differ in a
-   few words or numbers; a page whose own text is mostly links (an index, a
-   member list, a navigation tree not yet learned as template) differs from
-   the next one in what its links say; and one whose own text is mostly a
-   block a few other pages repeat (a license below the template's share) is
-   alike with each of them: such pages are dropped only as exact copies;
+   and have at least :data:`SMALL_OWN` words of their own, mostly not link
+   text. Below that, a 5-word-shingle sketch cannot tell two short pages apart
+   that differ in a few words or numbers, and a page whose own text is mostly
+   links (an index, a member list, a navigation tree not yet learned as
+   template) differs from the next one in what its links say: such pages are
+   dropped only as exact copies;
 3. **by the main text's sketch**, as a copy whose own text is diluted by
    what its template does not repeat (a rotating sidebar, a partner's
    chrome): the main-text sketches agree in every filled bin (``NEAR``: the
@@ -165,25 +163,18 @@ def own_evidence(
         return Evidence(EMPTY_SKETCH, hashes)
     known = template is not None and template.known
     own = range(len(folded))
-    recurring = [False] * len(folded)
     if known:
         counts = template.counts(hashes)
         own = np.flatnonzero(counts < template.threshold()).tolist()
-        recurring = (counts >= template.needed).tolist()
-    total = linked = alone = 0
+    total = linked = 0
     blocks = page.blocks
     for i in own:
         total += sizes[i]
         if blocks[i][1] * 2 > len(blocks[i][0]):
             linked += sizes[i]
-        elif not recurring[i]:
-            alone += sizes[i]
     parts = [folded[i] for i in own]
-    # enough words, mostly not links, and enough on no other kept page: an own
-    # text that is mostly a block a few pages repeat (a license below the
-    # template's share) is not evidence that two pages are one
-    sketchable = known and alone >= SMALL_OWN and 2 * linked < total
-    trusted = sketchable and _trusted(page, folded, sizes, recurring)
+    sketchable = known and total >= SMALL_OWN and 2 * linked < total
+    trusted = sketchable and _trusted(page, folded, sizes, (counts >= template.needed).tolist())
     meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
     # A sketch is made only where a path of the decision reads it (else zeros).
     # The own text is sketched from the blocks as read (the same words as
@@ -463,8 +454,8 @@ def confirmation(a: bytes, b: bytes) -> Agreement:
         reason = "a site's template was not known yet: only an exact copy is dropped"
     elif not (meta_a & _SKETCHABLE and meta_b & _SKETCHABLE):
         reason = (
-            f"fewer than {SMALL_OWN} own words on no other page, or mostly link text: "
-            "only an exact copy is dropped"
+            f"fewer than {SMALL_OWN} own words, or mostly link text: only an exact copy "
+            "is dropped"
         )
     elif matches * 64 >= CONFIRM * filled:
         reason = "own text"
