@@ -112,10 +112,10 @@ GUARD = 20
 NEAR = 64
 #: Own words below which a page is dropped only as an exact copy. On a short
 #: page a few words make a distinct page (Boost's ``operator-=`` for months and
-#: for years: 67 and 69 own words, Jaccard 0.46 of the content, own texts 0.65
-#: whole), and its blocks' shingles fill few bins (35 of 48), too few to tell
-#: 0.65 from a copy's 0.9 reliably: 28 of 35 agreed, and the pair was joined.
-#: At 50 words three such pairs were joined on the Boost 1.74 documentation.
+#: for years: 67 and 69 own words, Jaccard 0.46 of the content), and its
+#: shingles fill few bins (35 of 48), too few to tell it from a copy: 28 of 35
+#: agreed. At 50 words three such pairs of Boost 1.74's documentation were
+#: joined (``bench/results/heldout.txt``).
 SMALL_OWN = 100
 #: Seed of the sketch's word hashes (apart from the fingerprint's).
 SKETCH_SEED = 0x5EED
