@@ -88,14 +88,12 @@ def crawl_signatures(paths: list[Path]) -> list:
     return signed
 
 
-def _share(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bins of the row ``a`` agreeing with each row of ``b`` (the same non-zero
-    byte), and bins filled in either (at least 1)."""
-    matches = ((b == a) & (a != 0)).sum(axis=1)
-    return matches, np.maximum(((b != 0) | (a != 0)).sum(axis=1), 1)
+#: Main texts' agreement (of every 64 filled bins) from which the third path's
+#: margin lists a pair.
+MARGIN_FLOOR = 40
 
 
-def path3_pairs(sketches: np.ndarray, floor: int = 40) -> list[tuple[int, int, int]]:
+def path3_pairs(sketches: np.ndarray, floor: int = MARGIN_FLOOR) -> list[tuple[int, int, int]]:
     """``(main agreement of 64, i, j)`` of the pairs that meet all of the third
     path but its main texts' threshold (both trusted and sketchable, own texts
     at ``GUARD`` or more, not confirmed by the own texts), with main texts
@@ -105,8 +103,9 @@ def path3_pairs(sketches: np.ndarray, floor: int = 40) -> list[tuple[int, int, i
     own, main = sketches[rows, : SG.OWN_BINS], sketches[rows, 64:]
     out = []
     for n in range(len(rows) - 1):
-        om, of = _share(own[n], own[n + 1 :])
-        mm, mf = _share(main[n], main[n + 1 :])
+        _, om, of = SG._agree(own[n][None], own[n + 1 :], SG.GUARD)
+        _, mm, mf = SG._agree(main[n][None], main[n + 1 :], SG.NEAR)
+        of, mf = np.maximum(of, 1), np.maximum(mf, 1)
         hit = (mm * 64 >= floor * mf) & (om * 64 >= SG.GUARD * of) & (om * 64 < SG.CONFIRM * of)
         for m in np.flatnonzero(hit).tolist():
             out.append((int(64 * mm[m] // mf[m]), int(rows[n]), int(rows[n + 1 + m])))
@@ -159,7 +158,7 @@ def check(site: Path, xpath: str, show: int) -> int:
             if len(shingles(i) & shingles(j)) < 0.5 * max(1, len(shingles(i) | shingles(j)))]
     top = max((q for q, _, _ in near), default=None)
     print(f"   third path's margin: {len(near)} pairs of distinct pages meet all of it but the "
-          f"main texts (at 40 of 64 or more); their main texts agree on at most "
+          f"main texts (at {MARGIN_FLOOR} of 64 or more); their main texts agree on at most "
           f"{'-' if top is None else top} of 64 (NEAR = {SG.NEAR})")
     for q, i, j in sorted(near, reverse=True)[:show]:
         bits = int(np.bitwise_count(fps[i] ^ fps[j]))

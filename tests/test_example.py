@@ -155,16 +155,13 @@ def test_url_rules_skip_copies_of_kept_pages_only(crawl):
     assert stats.get("simhash/rules_active", 0) >= (1 if crawl.skips else 0)
     for rule, n in Counter(s["rule"] for s in crawl.skips).items():
         assert stats[f"simhash/requests_skipped_count/{rule}"] == n
-    # the copies cost few fetches: under 75% of the fetches the crawl makes without rules
-    # (126 to 152 in five runs on Scrapy 2.13 and 2.19 since the third path of the drop
-    # decision needs the same main text and a sketch 100 own words; 129 before), and no
-    # more than that when the session-id rule was doubted (rules alone: 96 to 150
-    # fetched in those runs). Before: 63 to 82 on Scrapy 2.19 since a near copy that links further is delivered:
-    # an article met after its partner copy links to its printer version, 1 to 15 of
-    # them a run); fewer saved when a copy of one of the site's first pages was kept and
-    # the session-id rule doubted: then only the printer and partner rules skip, and in
-    # some orders few (120 and 126 of 129 fetched in such runs on 2.19, 2 runs of 6 since
-    # wrappers named like menus are read block by block): no more than without rules
+    # the copies cost few fetches: under 75% of the most the crawl fetches without rules
+    # (126 to 152 in five runs on Scrapy 2.13 and 2.19 since the drop decision's third
+    # path needs the same main text and a sketch 100 own words; 129 before), and no more
+    # than that when a copy of one of the site's first pages was kept and the session-id
+    # rule doubted: then only the printer and partner rules skip, in some orders few (96
+    # to 150 fetched with rules in those five runs). A near copy that links further is
+    # delivered (an article met after its partner copy links to its printer version).
     bound = 1.0 if _listing_kept_twice(crawl) else 0.75
     assert len(crawl.fetched) <= bound * 152
 

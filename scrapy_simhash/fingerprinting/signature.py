@@ -101,21 +101,20 @@ CONFIRM = 48
 GUARD = 20
 #: Path 3 also needs the main texts the same: ``NEAR`` of every 64 filled
 #: bins, all of them. Distinct pages generated from one pattern have main
-#: texts far more alike than their content containers: rust's
-#: ``NonZeroU16`` and ``NonZeroUsize`` (Jaccard 0.48) agree on 20 to 24 of
-#: 32 main bins across their family, OpenJDK's small classes (Jaccard 0.32
-#: to 0.36) on up to 55 of 64; a family of such pages meets any threshold
-#: below all bins now and then (``NonZeroU16``/``NonZeroUsize``: 24 of 32 main
-#: bins, own texts 33 of 48, 5 bits apart, joined at 56 of 64 or own texts at
-#: 42). A copy's main text agrees in every bin unless it was edited; an
-#: edited copy is confirmed by its own text (path 2) or not at all.
+#: texts far more alike than their content containers: rust's ``NonZero*``
+#: pages agree on up to 48 of 64 main bins, OpenJDK's
+#: small classes on up to 55 (``bench.unseen_sites``' margin line); a family
+#: of such pages meets any threshold below all bins now and then
+#: (``NonZeroU16`` and ``NonZeroUsize``, 5 bits apart, were joined when
+#: ``NEAR`` was 56, or the own texts alike at 42). A copy's main text agrees in
+#: every bin unless it was edited; an edited copy is confirmed by its own text
+#: (path 2) or not at all.
 NEAR = 64
 #: Own words below which a page is dropped only as an exact copy. On a short
 #: page a few words make a distinct page (Boost's ``operator-=`` for months and
-#: for years: 67 and 69 own words, Jaccard 0.46 of the content), and its
-#: shingles fill few bins (35 of 48), too few to tell it from a copy: 28 of 35
-#: agreed. At 50 words three such pairs of Boost 1.74's documentation were
-#: joined (``bench/results/heldout.txt``).
+#: for years, Jaccard 0.46 of the content), and its shingles fill too few bins
+#: to tell it from a copy: at 50 words three such pairs of Boost 1.74's
+#: documentation were joined (``bench/results/heldout.txt``).
 SMALL_OWN = 100
 #: Seed of the sketch's word hashes (apart from the fingerprint's).
 SKETCH_SEED = 0x5EED
@@ -419,13 +418,11 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # at least share of every 64 filled bins agree, and some bin is filled
     np.maximum(filled, _ONE, out=filled)
     np.multiply(matches, _SCALE, out=matches)
-    agree = matches >= filled * _CONFIRM  # own text (column 0), main text (column 2)
-    guarded = matches[:, 0] >= filled[:, 0] * _GUARD
-    guarded &= matches[:, 2] >= filled[:, 2] * _NEAR
     # 2. own texts agree (both pages sketchable, templates known); 3. main
-    # texts agree, trusted on both, own texts guarding
-    sketched = (flags >= _BOTH) & agree[:, 0]
-    sketched |= np.equal(flags, _BOTH_TRUSTED) & agree[:, 2] & guarded
+    # texts the same (NEAR, above CONFIRM), trusted on both, own texts guarding
+    sketched = (flags >= _BOTH) & (matches[:, 0] >= filled[:, 0] * _CONFIRM)
+    main = np.equal(flags, _BOTH_TRUSTED) & (matches[:, 2] >= filled[:, 2] * _NEAR)
+    sketched |= main & (matches[:, 0] >= filled[:, 0] * _GUARD)
     return exact | sketched
 
 
