@@ -152,7 +152,10 @@ def test_url_rules_skip_copies_of_kept_pages_only(crawl):
     # (its counterexample), and a printer copy links to the next story's printer view, so
     # it is delivered, not dropped (no pair for the printer rule), when that story's
     # article was not delivered yet (1 to 4 rules active in runs on Scrapy 2.13 and 2.19).
-    assert stats.get("simhash/rules_active", 0) >= (1 if crawl.skips else 0)
+    # A rule that skipped may meet its counterexample later and be retired (1 demo crawl of
+    # 14 on Scrapy 2.19 since the third path needs the same main text): it counts too.
+    rules = stats.get("simhash/rules_active", 0) + stats.get("simhash/rules_retired_count", 0)
+    assert rules >= (1 if crawl.skips else 0)
     for rule, n in Counter(s["rule"] for s in crawl.skips).items():
         assert stats[f"simhash/requests_skipped_count/{rule}"] == n
     # the copies cost few fetches: under 75% of the most the crawl fetches without rules
