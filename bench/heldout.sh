@@ -10,7 +10,8 @@
 # OpenJDK 17 before its third path was last changed, the last four after it
 # (2026-11-27); rust's core, GHC's libraries and Scala 2.11's API (rustdoc, Haddock,
 # scaladoc) after it too, before path 3 needed every main bin; Boost 1.74 and Erlang/OTP
-# after that, before a page needed 100 own words for its sketch. PY: the Python to run (default .venv/bin/python); OUT: the
+# after that, before a page needed 100 own words for its sketch; Asio, GTK 4 (gi-docgen) and
+# gtkmm 3 after that, before long blocks on two kept pages weighed 50 words at most. PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,8 @@ PY=${PY:-.venv/bin/python}
 OUT=${OUT:-bench/results/heldout-crawl.txt}
 PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-doc openjdk-17-doc
           libgtk-3-doc sphinx-doc libsdl2-doc libcommons-collections4-java-doc
-          rust-doc ghc-doc scala-doc libboost1.74-doc erlang-doc)
+          rust-doc ghc-doc scala-doc libboost1.74-doc erlang-doc
+          libasio-doc libgtk-4-doc libgtkmm-3.0-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -43,6 +45,9 @@ GHC=$H/ghc-doc/usr/share/doc/ghc-doc/html/libraries
 SCALA=$H/scala-doc/usr/share/doc/scala-2.11/api
 BOOST=$H/libboost1.74-doc/usr/share/doc/libboost1.74-doc/doc/html
 ERLANG=$H/erlang-doc/usr/share/doc/erlang-doc
+ASIO=$H/libasio-doc/usr/share/doc/libasio-dev/asio
+GTK4=$H/libgtk-4-doc/usr/share/doc/libgtk-4-doc
+GTKMM=$H/libgtkmm-3.0-doc/usr/share/doc/libgtkmm-3.0-doc/reference/html
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -50,6 +55,7 @@ RUSTDOC="//section[@id='main-content']"
 HADDOCK="//div[@id='content']|//body[not(.//div[@id='content'])]"  # a source page: its body
 SCALADOC="//div[@id='definition']|//div[@id='template']"
 BOOSTBOOK="//body/div[not(contains(@class,'spirit-nav'))]"
+GIDOCGEN="//section[@id='main']"
 
 case "${1:-}" in
 pairs)
@@ -59,6 +65,8 @@ pairs)
         "$JDK" //main "$GTK" "$GTK_DOC" "$SPHINX" "$SPHINX_MAIN" "$SDL" "$DOXYGEN" \
         "$COLLECTIONS" //main "$RUST" "$RUSTDOC" "$GHC" "$HADDOCK" "$SCALA" "$SCALADOC" \
         "$BOOST" "$BOOSTBOOK" "$ERLANG" "//div[@id='content']" \
+        "$ASIO" "//body/div[@class='section']" "$GTK4/gtk4" "$GIDOCGEN" "$GTK4/gdk4" "$GIDOCGEN" \
+        "$GTKMM" "$DOXYGEN" \
         "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main \
         "$JDK/java.management" //main
     ;;
@@ -82,6 +90,9 @@ crawl)
     crawl "$BOOST" --xpath "$BOOSTBOOK" --pages 1200 --start date_time.html
     crawl "$BOOST" --xpath "$BOOSTBOOK" --pages 1200 --start date_time/doxy.html
     crawl "$ERLANG" --xpath "//div[@id='content']" --pages 1200 --start doc/index.html
+    crawl "$ASIO" --xpath "//body/div[@class='section']" --pages 1200 --start reference.html
+    crawl "$GTK4/gtk4" --xpath "$GIDOCGEN" --pages 1200
+    crawl "$GTKMM" --xpath "$DOXYGEN" --pages 1200
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl" >&2

@@ -412,6 +412,124 @@ def test_a_page_with_a_learned_fingerprint_teaches_no_template():
     assert plain.pages == 3
 
 
+#: A long notice (200 words) in one block, as a copyright table.
+NOTICE = " ".join(random.Random(7).choice(LICENSE.split()) + str(i) for i in range(200))
+
+
+def concept_page(name: str, summary: str) -> str:
+    """A short generated concept page, as Boost's: a name, a sentence or two,
+    a requirements line, and the long copyright table a few pages repeat."""
+    return (
+        f"<html><head><title>{name}</title></head><body><h1>Concept {name}</h1>"
+        f"<p>{summary}</p><p>Requirements: the type {name} must satisfy the concept.</p>"
+        f"<table><tr><td>{NOTICE}</td></tr></table>"
+        "</body></html>"
+    )
+
+
+def test_pages_sharing_a_long_block_only_a_few_repeat_stay_apart():
+    """Two concept pages whose own text is mostly the same long block (on a
+    few kept pages, far below the template share): that block weighs
+    LONG_BLOCK words at most, too few with the rest for a sketch, and the
+    rest differs: no path joins them. (Were the block own text like any
+    other, the own-text sketches would confirm them.)"""
+    siblings = [concept_page("Sibling", "A sibling concept page of the same library.")]
+    siblings += [api_page(f"pandas.Thing{i}", f"Thing number {i} of the library, alone.")
+                 for i in range(20)]
+    a = crawled(concept_page("Assignable", "A type is Assignable if it is possible to "
+                             "assign one object of the type to another object of it."),
+                siblings + [concept_page("EqualityComparable", "Compared for equality.")])
+    b = crawled(concept_page("EqualityComparable", "A type is EqualityComparable if it is "
+                             "possible to compare two objects of it for equality."),
+                siblings + [concept_page("Assignable", "Assigned.")])
+    assert a is not None and b is not None
+    agreement = SG.confirmation(a.sketch, b.sketch)
+    assert not agreement.confirms, agreement
+    assert agreement.reason.startswith(f"fewer than {SG.SMALL_OWN} own words"), agreement
+
+
+def test_a_long_block_a_few_pages_repeat_weighs_little_in_the_sketch():
+    """Pages with enough words of their own besides a long block a few kept
+    pages repeat are sketched, the block sampled down to LONG_BLOCK shingles:
+    two such pages with distinct rests stay apart however long the block (a
+    whole-weight block of 400 words would make them alike), and a copy of one
+    with a number changed is still confirmed."""
+    rng = random.Random(8)
+    notice = " ".join(rng.choice(LICENSE.split()) for _ in range(400))
+    words = ARTICLE.split()
+    rests = [LICENSE, INTRO, " ".join(words[:54]), " ".join(words[54:])]  # the last two apart
+
+    def page(name: str, seed: int, counter: int = 7) -> str:
+        rest = rests[seed - 1]
+        return (f"<html><head><title>{name}</title></head><body><h1>{name}</h1><p>{rest}</p>"
+                f"<p>Visits today: {counter}</p><div><p>{notice}</p></div></body></html>")
+
+    siblings = [page("Sibling one", 1), page("Sibling two", 2)]
+    siblings += [api_page(f"pandas.Thing{i}", f"Thing number {i} of the library, alone.")
+                 for i in range(20)]
+    a, b = (crawled(page(name, seed), siblings) for name, seed in [("Alpha", 3), ("Beta", 4)])
+    copy = crawled(page("Alpha", 3, counter=8), siblings)
+    assert a is not None and b is not None and copy is not None
+    assert not SG.confirmation(a.sketch, b.sketch).confirms
+    assert SG.confirmation(a.sketch, copy.sketch).reason == "own text"
+
+
+def test_a_listing_of_teasers_its_articles_repeat_is_still_confirmed():
+    """A listing whose teasers are its articles' first paragraphs (long blocks
+    on kept pages: the articles, the home page) and a view counter: a view of
+    it is a copy of the one kept before, not a page with too little text of
+    its own (left out altogether, the teasers left the demo's listing kept
+    98 times in one crawl)."""
+    rng = random.Random(9)
+    paragraphs = [" ".join(rng.choice(ARTICLE.split()) for _ in range(60)) for _ in range(5)]
+
+    def article(i: int) -> str:
+        return (f"<html><head><title>Story {i}</title></head><body><h1>Story {i}</h1>"
+                f"<p>{paragraphs[i]}</p><p>Only in the story {i}: {ARTICLE[:200]}</p></body></html>")
+
+    def listing(views: int) -> str:
+        teasers = "".join(f"<div><h2>Story {i}</h2><p>By reporter {i}, 2024-05-0{i + 1}</p>"
+                          f"<p>{text}</p></div>" for i, text in enumerate(paragraphs))
+        return (f"<html><head><title>All stories</title></head><body><h1>All stories, page 1"
+                f"</h1>{teasers}<p>Page views today: {views}</p></body></html>")
+
+    siblings = [article(i) for i in range(5)] + [listing(1)]
+    siblings += [api_page(f"pandas.Thing{i}", f"Thing number {i} of the library, alone.")
+                 for i in range(10)]
+    first, view = crawled(listing(1234), siblings), crawled(listing(98765), siblings)
+    assert first is not None and view is not None
+    assert SG.confirmation(first.sketch, view.sketch).confirms
+
+
+def source_page(name: str, source: str) -> str:
+    """A generated source page: a generic heading and one long block, the
+    source file, which its nested classes' pages repeat."""
+    return (f"<html><head><title>Source code</title></head><body><h1>Source code</h1>"
+            f"<pre>{source}</pre></body></html>")
+
+
+def test_pages_whose_long_blocks_others_repeat_keep_them_in_their_exact_key():
+    """Two source pages, each a generic heading and a long block other kept
+    pages repeat (nested classes' pages of the same file): without the long
+    blocks the rest of them is the same, but their exact own-text keys still
+    read the blocks, so they stay apart; a copy of one still has its key."""
+    def source(seed: int) -> str:
+        rng = random.Random(seed)
+        return " ".join(rng.choice(LICENSE.split()) + str(rng.randrange(999)) for _ in range(120))
+
+    first, second = source(1), source(2)
+    siblings = [source_page(f"{outer}.{inner}", text) for outer, text in [("A", first), ("B", second)]
+                for inner in ("Inner", "Other")]
+    siblings += [api_page(f"pandas.Thing{i}", f"Thing number {i} of the library, alone.")
+                 for i in range(8)]
+    a = crawled(source_page("A", first), siblings)
+    b = crawled(source_page("B", second), siblings)
+    assert a is not None and b is not None
+    assert not SG.confirmation(a.sketch, b.sketch).confirms
+    copy = crawled(source_page("A", first), siblings)
+    assert SG.confirmation(a.sketch, copy.sketch).reason == "exact: the same own text"
+
+
 def test_fingerprints_learned_are_a_bounded_window():
     template = T.SiteTemplate()
     empty = np.zeros(0, dtype=np.uint64)
