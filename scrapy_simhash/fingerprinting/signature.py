@@ -188,14 +188,15 @@ def own_evidence(
             repeated = np.flatnonzero(long_mask).tolist()
     total = linked = repeated_words = repeated_linked = 0
     blocks = page.blocks
+    apart = set(repeated)
     for i in own:
-        total += sizes[i]
-        if blocks[i][1] * 2 > len(blocks[i][0]):
-            linked += sizes[i]
-    for i in repeated:
-        repeated_words += sizes[i]
-        if blocks[i][1] * 2 > len(blocks[i][0]):
-            repeated_linked += sizes[i]
+        size = sizes[i]
+        link = size if blocks[i][1] * 2 > len(blocks[i][0]) else 0
+        total += size
+        linked += link
+        if i in apart:
+            repeated_words += size
+            repeated_linked += link
     parts = [folded[i] for i in own]
     # the evidence: repeated blocks count LONG_BLOCK words at most, all of them
     evidence, evidence_linked = total, linked
@@ -211,7 +212,6 @@ def own_evidence(
     words: dict[str, bytes] = {}
     own_bins = bytes(OWN_BINS)
     if sketchable and repeated:
-        apart = set(repeated)
         rest = [blocks[i][0] for i in own if i not in apart]
         own_bins = sampled_sketch(rest, [blocks[i][0] for i in repeated])[:OWN_BINS]
     elif sketchable:
@@ -309,8 +309,7 @@ def shingle_sketch(texts: list[str], words: dict[str, bytes] | None = None) -> b
     read again the blocks its first one read."""
     compiled = _features._tokens
     if compiled is None:
-        found = sketch_words(texts)
-        return sketch_of_hashes(shingle_hashes(word_hashes(found, SKETCH_SEED), SHINGLE))
+        return sketch_of_hashes(_shingles(texts))
     return compiled.text_sketch(
         texts, _features._LATIN1_SKETCH_WORDS, _features._SEPARATORS, _features.sketch_text,
         SHINGLE, SKETCH_SEED, xxhash.xxh3_64_intdigest, {} if words is None else words,
@@ -326,16 +325,18 @@ def sampled_sketch(texts: list[str], repeated: list[str]) -> bytes:
     shingles of ``repeated`` (long blocks other kept pages hold), chosen by
     their hashes' low bits: a copy's same blocks give the same sample, and
     however long, they weigh no more than that in the resemblance."""
-    def shingles(parts: list[str]) -> np.ndarray:
-        found = sketch_words(parts)
-        return shingle_hashes(word_hashes(found, SKETCH_SEED), SHINGLE)
-
-    sample = shingles(repeated)
+    sample = _shingles(repeated)
     if len(sample) > LONG_BLOCK:
         with np.errstate(over="ignore"):
             keep = (sample & _LOW_BITS) * np.uint64(len(sample)) < np.uint64(LONG_BLOCK << 32)
         sample = sample[keep]
-    return sketch_of_hashes(np.concatenate([shingles(texts) if texts else sample[:0], sample]))
+    return sketch_of_hashes(np.concatenate([_shingles(texts), sample]))
+
+
+def _shingles(texts: list[str]) -> np.ndarray:
+    """``uint64`` hashes of the word :data:`SHINGLE`-shingles of ``texts``, in
+    Python (what the compiled token loops compute inside :func:`shingle_sketch`)."""
+    return shingle_hashes(word_hashes(sketch_words(texts), SKETCH_SEED), SHINGLE)
 
 
 _BIN_SHIFT = np.uint64(64 - 6)  # log2(64) leading bits choose the bin
