@@ -1,7 +1,8 @@
 """The compiled walk (``scrapy_simhash.fingerprinting._walk``) against the Python walk it replaces.
 
 Both must return the same blocks, placeholders, spans and budgets on any tree
-(and the same text of soft-dropped subtrees, ``_subtree_text``):
+(and the same text of soft-dropped subtrees, ``_subtree_text``, and the same
+blocks and budgets when every visible block is read, ``_Walker.blocks``):
 generated pages (hypothesis), trees built with lxml's API (namespaces, entity
 references, CDATA, processing instructions), pathologically deep nesting, the
 budgets cut short, the hostile shapes of ``evaluation.hostile`` with every
@@ -67,9 +68,16 @@ def walk_result(root, compiled: bool, **budgets: int) -> tuple:
         items, spans = walker.run(start, E._HEADING_TAGS.get(start.tag, 0), False, False)
         first = ([_item(i) for i in items], spans, budgets_of(walker))
         full = walker.expand(items, spans, -1, -1)
+        expanded = budgets_of(walker)
+        # every visible block, straight after a first walk (each placeholder
+        # walked by blocks() itself; the scan budgets are the Python walk's only)
+        reader = E._Walker()
+        every = reader.blocks(reader.run(start, E._HEADING_TAGS.get(start.tag, 0), False, False)[0])
+        read = (reader.chars, reader.elements, reader.read, reader.items, reader.name_chars,
+                E._complete(reader))
         # extract_page: the main text, and every block (soft-dropped subtrees
         # read as one block each: E._subtree_text, compiled or not).
-        return first, full, budgets_of(walker), E.extract_page(root)
+        return first, full, expanded, every, read, E.extract_page(root)
 
 
 def assert_same(root, **budgets: int) -> None:

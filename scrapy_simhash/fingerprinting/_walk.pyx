@@ -6,7 +6,9 @@ both on the corpus and on generated trees), but reads libxml2's nodes through
 lxml's C API instead of making an lxml element object for every element and
 calling it for its tag, attributes, text and tail: that was most of a
 fingerprint's time. Element objects are made only for what Python needs:
-soft-dropped subtrees. The rules stay
+the soft-dropped subtrees of the walks the main text is chosen from; the
+walks that read every visible block afterwards (:func:`all_blocks`, as
+``extract._all_blocks``) make none. The rules stay
 in Python (:func:`scrapy_simhash.fingerprinting.extract._tag_code` and friends), so there is
 one definition of them.
 """
@@ -164,11 +166,21 @@ cdef Py_ssize_t _dropped_chars(
     return (nonspace + words - 1 if words else 0) - scripts
 
 
+cdef class _Nested:
+    """A soft-dropped subtree met by a walk of :func:`all_blocks`: its node
+    and how the walk met it (what ``extract._Dropped`` holds, but no element
+    object and no measure: nothing reads them past that function)."""
+    cdef tree.xmlNode* node
+    cdef int kind, depth
+    cdef bint in_link, in_main, weak
+
+
 cdef class _State:
     cdef cetree._Document doc
     cdef char* buf
     cdef Py_ssize_t size, capacity
     cdef Py_ssize_t link, chars, elements, read, scan_chars, scan_elements, name_chars, first_item
+    cdef bint nested  # the walks of all_blocks: placeholders are _Nested
     cdef Py_ssize_t max_chars, max_elements, max_read, max_scan, max_attribute, cached_value
     cdef Py_ssize_t max_items
     cdef int max_depth
@@ -406,7 +418,11 @@ cdef class _State:
                     child_link = in_link or (code & IS_LINK)
                     child_main = in_main or (code & IS_MAIN)
                     block = code & BLOCK
-                    if drop:
+                    if drop and self.nested:
+                        if self.size:
+                            self.flush(kind)
+                        self.items.append(_nested(c, child_kind, child_link, child_main, weak, depth))
+                    elif drop:
                         if self.size:
                             self.flush(kind)
                         if self.scan_chars >= 0:
@@ -445,6 +461,36 @@ cdef class _State:
         return 1
 
 
+cdef inline _Nested _nested(
+    tree.xmlNode* node, int kind, bint in_link, bint in_main, bint weak, int depth
+):
+    cdef _Nested item = _Nested.__new__(_Nested)
+    item.node, item.kind, item.in_link, item.in_main, item.weak, item.depth = (
+        node, kind, in_link, in_main, weak, depth
+    )
+    return item
+
+
+cdef _State _state(
+    tuple used, tuple limits, tag_code, dict names, boiler_name, boiler_name_long, hides, dropped
+):
+    """A walk's state, from the budgets ``used`` so far and the ``limits``
+    (see :func:`walk`)."""
+    cdef _State state = _State.__new__(_State)
+    (
+        state.chars, state.elements, state.read, state.scan_chars, state.scan_elements,
+        state.name_chars, state.first_item,
+    ) = used
+    (
+        state.max_chars, state.max_elements, state.max_read, state.max_depth, state.max_scan,
+        state.max_attribute, state.cached_value, state.max_items,
+    ) = limits
+    state.names = names
+    state.tag_code, state.boiler_name, state.boiler_name_long = tag_code, boiler_name, boiler_name_long
+    state.hides, state.dropped = hides, dropped
+    return state
+
+
 def walk(
     cetree._Element start not None,
     int kind,
@@ -467,20 +513,10 @@ def walk(
     MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS); ``names`` is the
     page's class/id values already classified: see
     ``scrapy_simhash.fingerprinting.extract._Walker.run``."""
-    cdef _State state = _State.__new__(_State)
+    cdef _State state = _state(used, limits, tag_code, names, boiler_name, boiler_name_long,
+                               hides, dropped)
     state.doc = start._doc
-    (
-        state.chars, state.elements, state.read, state.scan_chars, state.scan_elements,
-        state.name_chars, state.first_item,
-    ) = used
-    (
-        state.max_chars, state.max_elements, state.max_read, state.max_depth, state.max_scan,
-        state.max_attribute, state.cached_value, state.max_items,
-    ) = limits
-    state.names = names
     state.items, state.spans = [], []
-    state.tag_code, state.boiler_name, state.boiler_name_long = tag_code, boiler_name, boiler_name_long
-    state.hides, state.dropped = hides, dropped
     state.walk(start._c_node, kind, in_link, in_main, depth)
     if state.size:
         state.flush(kind)
@@ -502,7 +538,10 @@ def subtree_text(cetree._Element el not None, Py_ssize_t chars_left):
     method="text")`` joins, and the characters of those inside an ``<a>``
     below ``el``), or None when it holds more than ``chars_left``
     characters, read in one pass that stops there."""
-    cdef tree.xmlNode* top = el._c_node
+    return _subtree_text(el._c_node, chars_left)
+
+
+cdef object _subtree_text(tree.xmlNode* top, Py_ssize_t chars_left):
     cdef tree.xmlNode* c = top.children
     cdef const unsigned char* s
     cdef Py_ssize_t n, points, read = 0, link = 0, links = 0, size = 0, capacity = 0
@@ -545,3 +584,89 @@ def subtree_text(cetree._Element el not None, Py_ssize_t chars_left):
         return PyUnicode_DecodeUTF8(buf, size, NULL), link
     finally:
         PyMem_Free(buf)
+
+
+cdef int _blocks_of(_State state, list items, dict walked, list out) except -1:
+    """``extract._all_blocks`` over ``items`` into ``out``, in the same order
+    (so the budgets run out at the same places)."""
+    cdef object item, inner, read
+    cdef _Nested nested
+    cdef tree.xmlNode* node
+    cdef int kind, depth
+    cdef bint in_link, in_main, weak
+    cdef str text
+    cdef Py_ssize_t link
+    for item in items:
+        if type(item) is tuple:
+            out.append(item)
+            continue
+        if type(item) is _Nested:
+            nested = <_Nested>item
+            node, kind, depth = nested.node, nested.kind, nested.depth
+            in_link, in_main, weak = nested.in_link, nested.in_main, nested.weak
+            inner = None
+        else:  # extract._Dropped, from the walks before
+            node = (<cetree._Element?>item.el)._c_node
+            kind, depth, in_link, in_main, weak = (
+                item.kind, item.depth, item.in_link, item.in_main, item.weak
+            )
+            if state.doc is None:
+                state.doc = (<cetree._Element>item.el)._doc
+            inner = walked.get(item) if weak else None
+        if weak:
+            if inner is None and state.first_item < state.max_items:
+                inner = _nested_walk(state, node, kind, in_link, in_main, depth)
+            if inner is not None:
+                _blocks_of(state, <list>inner, walked, out)
+                continue
+        read = _subtree_text(node, state.max_read - state.read)
+        if read is None:
+            state.read = state.max_read  # cut: the page's text is not all there
+            break
+        text, link = read
+        state.read += len(text)
+        text = " ".join(text.split())
+        if text:
+            out.append((text, kind, len(text) if in_link else min(link, len(text))))
+    return 0
+
+
+cdef list _nested_walk(
+    _State state, tree.xmlNode* node, int kind, bint in_link, bint in_main, int depth
+):
+    """The items of one soft-dropped subtree, as ``extract._Walker.run``
+    walks it (``state.first_item`` counts the items made, as
+    ``_Walker.items``)."""
+    cdef list items = []
+    state.items, state.spans = items, []
+    state.size = state.link = 0
+    state.walk(node, kind, in_link, in_main, depth)
+    if state.size:
+        state.flush(kind)
+    state.first_item += len(items)
+    return items
+
+
+def all_blocks(
+    list items,
+    dict walked,
+    tuple used,
+    tuple limits,
+    tag_code,
+    dict names,
+    boiler_name,
+    boiler_name_long,
+    hides,
+):
+    """``(blocks, chars, elements, read, items)``: ``extract._all_blocks`` of
+    the ``items`` of a page's first walk (``walked``: the placeholders the
+    walks before read, and their items), given the budgets ``used`` so far and
+    the ``limits`` as :func:`walk` takes them. The soft-dropped subtrees it
+    walks make no element objects; their measures (and the scan budgets) are
+    left out, as nothing reads them past this."""
+    cdef _State state = _state(used, limits, tag_code, names, boiler_name, boiler_name_long,
+                               hides, None)
+    cdef list out = []
+    state.nested = True
+    _blocks_of(state, items, walked, out)
+    return out, state.chars, state.elements, state.read, state.first_item, state.name_chars

@@ -598,13 +598,28 @@ class _Walker:
                 start, kind, in_link, in_main, depth,
                 (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
                  self.name_chars, self.items),
-                (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
-                 MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS),
-                _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped,
+                _limits(), _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped,
             )
             self.items += len(items)
             return items, spans
         return self._run(start, kind, in_link, in_main, depth)
+
+    def blocks(self, items: list) -> list:
+        """Every visible block of the page whose first walk gave ``items``
+        (:func:`_all_blocks`), by the compiled walk when it is built (the same
+        blocks and budgets, but the scan budgets: it measures no subtree, as
+        nothing reads the measures past this)."""
+        if _walk is None:
+            return _all_blocks(items, self)
+        blocks, self.chars, self.elements, self.read, self.items, self.name_chars = (
+            _walk.all_blocks(
+                items, self.walked,
+                (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
+                 self.name_chars, self.items),
+                _limits(), _tag_code, self.names, _is_boiler_name, _boiler_name, _hides,
+            )
+        )
+        return blocks
 
     def _run(
         self, start, kind: int, in_link: bool, in_main: bool, depth: int
@@ -764,6 +779,13 @@ class _Walker:
 
 
 _HIDING_ATTRIBUTES = frozenset(("hidden", "aria-hidden", "role", "style"))
+
+
+def _limits() -> tuple[int, ...]:
+    """The page's budgets as the compiled walk takes them (read at each call:
+    the tests set smaller ones)."""
+    return (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
+            MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS)
 
 
 def _cut(value: str | None) -> str | None:
@@ -1049,7 +1071,7 @@ def _extract(
                         if not whole:
                             return PageText(main, [])
                         return PageText(
-                            main, _whole(title, _all_blocks(items, walker)), _complete(walker)
+                            main, _whole(title, walker.blocks(items)), _complete(walker)
                         )
                     blocks = everything
                 keep = [True] * len(blocks)
@@ -1062,7 +1084,7 @@ def _extract(
     main = MainText(title, headings, texts, code)
     if not whole:
         return PageText(main, [])
-    return PageText(main, _whole(title, _all_blocks(items, walker)), _complete(walker))
+    return PageText(main, _whole(title, walker.blocks(items)), _complete(walker))
 
 
 def _all_blocks(items: list, walker: _Walker) -> list:
@@ -1074,7 +1096,8 @@ def _all_blocks(items: list, walker: _Walker) -> list:
     reads in it, as in any part of the page: so the template a site's pages
     repeat is told from a page's own text inside such a wrapper too. The subtrees' text
     counts against :data:`MAX_READ_CHARS` with the walks': past it the page
-    is cut (not :func:`_complete`)."""
+    is cut (not :func:`_complete`). In Python; :meth:`_Walker.blocks` calls
+    it, or its compiled twin ``_walk.all_blocks``."""
     out = []
     walked = walker.walked
     for item in items:
