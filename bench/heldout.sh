@@ -11,7 +11,10 @@
 # (2026-11-27); rust's core, GHC's libraries and Scala 2.11's API (rustdoc, Haddock,
 # scaladoc) after it too, before path 3 needed every main bin; Boost 1.74 and Erlang/OTP
 # after that, before a page needed 100 own words for its sketch; Asio, GTK 4 (gi-docgen) and
-# gtkmm 3 after that, before long blocks on two kept pages weighed 50 words at most. PY: the Python to run (default .venv/bin/python); OUT: the
+# gtkmm 3 after that, before long blocks on two kept pages weighed 50 words at most; Pango and
+# libsoup 3 (gi-docgen), glibmm 2.4 and libsigc++ 2 (Doxygen), oneTBB (pydata-sphinx) and the
+# GnuCash guide and help in five languages (DocBook) on 2026-11-28, after that change and
+# before any since. PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +24,8 @@ OUT=${OUT:-bench/results/heldout-crawl.txt}
 PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-doc openjdk-17-doc
           libgtk-3-doc sphinx-doc libsdl2-doc libcommons-collections4-java-doc
           rust-doc ghc-doc scala-doc libboost1.74-doc erlang-doc
-          libasio-doc libgtk-4-doc libgtkmm-3.0-doc)
+          libasio-doc libgtk-4-doc libgtkmm-3.0-doc
+          libpango1.0-doc libsoup-3.0-doc libglibmm-2.4-doc libsigc++-2.0-doc libtbb-doc gnucash-docs)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -48,6 +52,12 @@ ERLANG=$H/erlang-doc/usr/share/doc/erlang-doc
 ASIO=$H/libasio-doc/usr/share/doc/libasio-dev/asio
 GTK4=$H/libgtk-4-doc/usr/share/doc/libgtk-4-doc
 GTKMM=$H/libgtkmm-3.0-doc/usr/share/doc/libgtkmm-3.0-doc/reference/html
+PANGO=$H/libpango1.0-doc/usr/share/doc/libpango1.0-doc/reference
+SOUP=$H/libsoup-3.0-doc/usr/share/doc/libsoup-3.0
+GLIBMM=$H/libglibmm-2.4-doc/usr/share/doc/libglibmm-2.4-doc/reference/html
+SIGC=$H/libsigc++-2.0-doc/usr/share/doc/libsigc++-2.0-doc/reference/html
+TBB=$H/libtbb-doc/usr/share/doc/libtbb-dev/html
+GNUCASH=$H/gnucash-docs/usr/share/doc/gnucash-docs
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -56,6 +66,7 @@ HADDOCK="//div[@id='content']|//body[not(.//div[@id='content'])]"  # a source pa
 SCALADOC="//div[@id='definition']|//div[@id='template']"
 BOOSTBOOK="//body/div[not(contains(@class,'spirit-nav'))]"
 GIDOCGEN="//section[@id='main']"
+DOCBOOK="//body/div[not(contains(@class,'nav'))]"
 
 case "${1:-}" in
 pairs)
@@ -67,6 +78,8 @@ pairs)
         "$BOOST" "$BOOSTBOOK" "$ERLANG" "//div[@id='content']" \
         "$ASIO" "//body/div[@class='section']" "$GTK4/gtk4" "$GIDOCGEN" "$GTK4/gdk4" "$GIDOCGEN" \
         "$GTKMM" "$DOXYGEN" \
+        "$PANGO" "$GIDOCGEN" "$SOUP" "$GIDOCGEN" "$GLIBMM" "$DOXYGEN" "$SIGC" "$DOXYGEN" \
+        "$TBB" //main "$GNUCASH" "$DOCBOOK" \
         "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main \
         "$JDK/java.management" //main
     ;;
@@ -93,6 +106,13 @@ crawl)
     crawl "$ASIO" --xpath "//body/div[@class='section']" --pages 1200 --start reference.html
     crawl "$GTK4/gtk4" --xpath "$GIDOCGEN" --pages 1200
     crawl "$GTKMM" --xpath "$DOXYGEN" --pages 1200
+    crawl "$PANGO/Pango" --xpath "$GIDOCGEN" --pages 1200
+    crawl "$SOUP" --xpath "$GIDOCGEN" --pages 1200
+    crawl "$GLIBMM" --xpath "$DOXYGEN" --pages 1200
+    crawl "$SIGC" --xpath "$DOXYGEN" --pages 1200
+    crawl "$TBB" --xpath //main --pages 1200
+    crawl "$GNUCASH" --xpath "$DOCBOOK" --pages 1200 --start gnucash-guide-de/index.html
+    crawl "$GNUCASH" --xpath "$DOCBOOK" --pages 1200 --start gnucash-help-en/index.html
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl" >&2
