@@ -548,3 +548,21 @@ def test_fingerprints_learned_are_a_bounded_window():
     assert len(template._prints) == T.MAX_PRINTS
     assert template.learn(empty, 0)  # the oldest was forgotten
     assert not template.learn(empty, T.MAX_PRINTS)
+
+
+def test_blocks_seen_once_are_a_window_oldest_forgotten(monkeypatch):
+    monkeypatch.setattr(T, "MAX_BLOCKS", 3)
+    template = T.SiteTemplate()
+
+    def page(*blocks: int) -> np.ndarray:
+        return np.array(blocks, dtype=np.uint64)
+
+    for block in (1, 2, 3, 4):  # 4 pushes 1, the oldest, out of the window
+        template.learn(page(block))
+    template.learn(page(2))  # still in the window: on two pages now
+    template.learn(page(1))  # forgotten: on one page again
+    assert template.counts(page(1, 2, 3)).tolist() == [0, 2, 0]
+    for block in (5, 6, 7):  # pushes out 3, 4 and 1: 2 is counted, no longer in the window
+        template.learn(page(block))
+    template.learn(page(1, 2, 3))
+    assert template.counts(page(1, 2, 3)).tolist() == [0, 3, 0]

@@ -84,9 +84,12 @@ class SiteTemplate:
         #: Fingerprints of the pages learned before the template was known (at
         #: most :data:`KNOWN_PAGES`): they confirm only exact copies of themselves.
         self.early: list[int] = []
-        self._once: dict[int, None] = {}
+        # Windows, oldest first, as ordered dicts: their oldest leaves in O(1)
+        # (a dict finds its first key past the holes its deletions left, up to
+        # the window's size for every block a page adds: bench/template_learn.py).
+        self._once: OrderedDict[int, None] = OrderedDict()
         self._counts: dict[int, int] = {}
-        self._prints: dict[int, None] = {}  # fingerprints of the pages learned (a window)
+        self._prints: OrderedDict[int, None] = OrderedDict()  # the pages' fingerprints
 
     @property
     def known(self) -> bool:
@@ -128,7 +131,7 @@ class SiteTemplate:
                 return False
             prints[fingerprint] = None
             if len(prints) > MAX_PRINTS:
-                del prints[next(iter(prints))]  # the oldest
+                prints.popitem(last=False)  # the oldest
             if not self.known:
                 self.early.append(fingerprint)
         self.pages += 1
@@ -144,7 +147,7 @@ class SiteTemplate:
             else:
                 once[h] = None
                 if len(once) > MAX_BLOCKS:
-                    del once[next(iter(once))]  # the oldest
+                    once.popitem(last=False)  # the oldest
         return True
 
     def __len__(self) -> int:
