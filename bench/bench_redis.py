@@ -2,8 +2,9 @@
 
 Starts a private ``redis-server`` on a free loopback port
 (:mod:`evaluation.redis_servers`, no persistence) and measures, in one run, at the
-default settings (k = 6, the layout planned for ``SIMHASH_EXPECTED_PAGES``
-= 1,000,000, a 64-byte sketch per page):
+default settings (k = :data:`~scrapy_simhash.fingerprinting.signature.DEFAULT_MAX_DISTANCE`,
+7, or ``--k``; the layout planned for ``SIMHASH_EXPECTED_PAGES`` = 1,000,000; a
+:data:`~scrapy_simhash.fingerprinting.signature.SKETCH_BINS`-byte sketch per page):
 
 - **memory per page** in Redis (``INFO memory`` ``used_memory`` before and after a
   bulk load of ``--size`` pages): this version's log of fingerprints and sketches
@@ -53,11 +54,11 @@ import numpy as np
 from evaluation.redis_servers import REDIS_CLI, REDIS_SERVER, RedisServer
 from scrapy_simhash.backends.redis_buckets import BucketRedisSimhashIndex
 from scrapy_simhash.backends.redis_index import RedisSimhashIndex, import_redis
-from scrapy_simhash.fingerprinting.signature import CONFIRM, SKETCH_BINS
+from scrapy_simhash.fingerprinting.signature import CONFIRM, DEFAULT_MAX_DISTANCE, SKETCH_BINS
 from scrapy_simhash.index import TableLayout
 
 URL = "https://www.example.com/news/2026/11/some-article-title-{:07d}.html"
-K = 6
+K = DEFAULT_MAX_DISTANCE  # --k sets it
 EXPECTED = 1_000_000
 LEGACY_SCRIPT = Path(__file__).with_name("legacy_redis_query_and_add.lua")
 _APPEND = """
@@ -382,7 +383,11 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=2000, help="pages per process and repeat")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--shared", type=int, default=3000, help="pages sharing a fingerprint")
+    parser.add_argument("--k", type=int, default=DEFAULT_MAX_DISTANCE,
+                        help=f"the index's k (default {DEFAULT_MAX_DISTANCE}, the default setting)")
     args = parser.parse_args()
+    global K
+    K = args.k  # the workers are forked: they see it too
     if REDIS_SERVER is None or REDIS_CLI is None:
         sys.exit("redis-server is not installed (make redis-server installs Debian's package)")
     redis = import_redis()
