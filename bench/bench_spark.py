@@ -8,11 +8,14 @@ N fingerprints (half random, half copies of them 1-3 bits away, as in
 * Spark ``local[2]``: ``spark-pairs`` and ``spark-clusters`` end to end (read
   Parquet, join, write Parquet), wall time, the session already started.
 
-With ``--sketches`` every page also gets a 64-byte sketch (random for the
-originals; a copy keeps its original's with 8 bins changed, so it confirms;
-a tenth of the copies get a fresh sketch, so they do not), and both sides
-take the crawler's decision: candidates within k confirmed by sketches
-(in-process: ``pairs()`` then ``confirms_many``; pairs only, no clusters).
+With ``--sketches`` every page also gets a sketch in the crawler's layout
+(:data:`~scrapy_simhash.fingerprinting.signature.LAYOUT`; random for the
+originals, as :mod:`bench.bench_probe` makes distinct pages; a copy keeps its
+original's own-text bins but 4 of the 48, so it confirms by its own text as an
+edited copy does; a tenth of the copies get a fresh sketch, so they do not),
+and both sides take the crawler's decision at its k (7 by default): candidates
+within k confirmed by sketches (in-process: ``pairs()`` then ``confirms_many``;
+pairs only, no clusters).
 
 Usage: ``python -m bench.bench_spark [--n 1000000] [--k 3] [--sketches] [--driver-memory 6g]``. On one machine the
 in-process index is much faster; Spark is for archives whose fingerprints or
@@ -43,16 +46,19 @@ def fingerprints(n: int, seed: int = 0) -> np.ndarray:
 
 
 def sketches(n: int, seed: int = 1) -> np.ndarray:
-    """``(n, 64) uint8`` sketches matching :func:`fingerprints`' pages."""
+    """``(n, SKETCH_BINS) uint8`` sketches matching :func:`fingerprints`' pages."""
+    from bench.bench_probe import sketches as distinct
+    from scrapy_simhash.fingerprinting.signature import OWN_BINS
+
     rng = np.random.default_rng(seed)
-    half = n - n // 2
-    base = rng.integers(1, 256, size=(half, 64), dtype=np.uint8)
-    copies = base[: n // 2].copy()
-    rows = np.arange(len(copies))[:, None]
-    copies[rows, rng.integers(0, 64, size=(len(copies), 8))] = rng.integers(
-        1, 256, size=(len(copies), 8), dtype=np.uint8)
-    fresh = rng.random(len(copies)) < 0.1
-    copies[fresh] = rng.integers(1, 256, size=(int(fresh.sum()), 64), dtype=np.uint8)
+    base = distinct(rng, n - n // 2)
+    copies = distinct(rng, n // 2)  # exact keys of their own: no copy is exact
+    own = base[: n // 2, :OWN_BINS].copy()
+    rows = np.arange(len(own))[:, None]
+    own[rows, rng.integers(0, OWN_BINS, size=(len(own), 4))] = rng.integers(
+        1, 256, size=(len(own), 4), dtype=np.uint8)
+    edited = rng.random(len(copies)) >= 0.1  # the rest keep the fresh sketch
+    copies[edited, :OWN_BINS] = own[edited]
     return np.concatenate([base, copies])
 
 
@@ -60,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--k", type=int, default=None,
-                        help="bits (default: 6 with --sketches, as a crawl; 3 without)")
+                        help="bits (default: 7 with --sketches, as a crawl; 3 without)")
     parser.add_argument("--partitions", type=int, default=None)
     parser.add_argument("--sketches", action="store_true",
                         help="give pages sketches: the crawler's confirmed decision on both sides")
@@ -74,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from scrapy_simhash import spark as S
-    from scrapy_simhash.fingerprinting.signature import confirms_many
+    from scrapy_simhash.fingerprinting.signature import DEFAULT_MAX_DISTANCE, confirms_many
     from scrapy_simhash.index import SimhashIndex
 
     n = args.n
-    k = args.k if args.k is not None else (6 if args.sketches else 3)
+    k = args.k if args.k is not None else (DEFAULT_MAX_DISTANCE if args.sketches else 3)
     fps = fingerprints(n)
     work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
