@@ -658,7 +658,7 @@ def all_blocks(
     boiler_name_long,
     hides,
 ):
-    """``(blocks, chars, elements, read, items)``: ``extract._all_blocks`` of
+    """``(blocks, chars, elements, read, items, name_chars)``: ``extract._all_blocks`` of
     the ``items`` of a page's first walk (``walked``: the placeholders the
     walks before read, and their items), given the budgets ``used`` so far and
     the ``limits`` as :func:`walk` takes them. The soft-dropped subtrees it
