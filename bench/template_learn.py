@@ -5,7 +5,9 @@ Each page holds ``--common`` blocks every page repeats (the template) and
 ``--own`` blocks of its own (new hashes); ``--pages`` pages are learned in
 turn, as a crawl learns its kept pages. Printed: the median and mean time of
 :meth:`~scrapy_simhash.fingerprinting.template.SiteTemplate.learn` per page,
-for each thousand pages (the windows fill after ``MAX_BLOCKS / --own`` pages).
+for each thousand pages (the windows fill after ``MAX_BLOCKS / --own`` pages);
+then the memory the template holds once its window of blocks seen once is
+full (``tracemalloc``, the same pages learned again untimed), per block.
 
 Usage: ``python -m bench.template_learn [--pages N] [--own N] [--common N]``.
 """
@@ -16,6 +18,7 @@ import argparse
 import platform
 import statistics
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -43,6 +46,18 @@ def main() -> None:
         part = seconds[first : first + 1000]
         print(f"  pages {first:>5}-{first + len(part) - 1:<5}  median "
               f"{statistics.median(part) * 1e3:.3f} ms  mean {statistics.mean(part) * 1e3:.3f} ms")
+    rng = np.random.default_rng(1)
+    pages = [np.concatenate([common, rng.integers(0, 2**63, args.own, dtype=np.uint64)])
+             for _ in range(2 * MAX_BLOCKS // max(1, args.own))]
+    tracemalloc.start()
+    template = SiteTemplate()
+    for page in pages:
+        template.learn(page)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    blocks = len(template._once) + len(template)
+    print(f"  memory held, window full: {held / 2**20:.2f} MiB for {len(template._once):,} blocks "
+          f"seen once and {len(template):,} counted, {held / blocks:.0f} B a block")
 
 
 if __name__ == "__main__":

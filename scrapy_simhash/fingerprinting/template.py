@@ -46,8 +46,8 @@ TEMPLATE_PAGES = 2
 TEMPLATE_SHARE = 0.2
 #: A host's template is known once this many of its pages were learned.
 KNOWN_PAGES = 2
-#: Template blocks per host at most, and blocks seen once remembered (about
-#: 100 bytes each).
+#: Template blocks per host at most (about 100 bytes each), and blocks seen
+#: once remembered (about 160 bytes each, in an ordered dict).
 MAX_BLOCKS = 20_000
 #: Hosts whose template is kept at most (least recently used forgotten).
 MAX_HOSTS = 64
@@ -84,12 +84,14 @@ class SiteTemplate:
         #: Fingerprints of the pages learned before the template was known (at
         #: most :data:`KNOWN_PAGES`): they confirm only exact copies of themselves.
         self.early: list[int] = []
-        # Windows, oldest first, as ordered dicts: their oldest leaves in O(1)
-        # (a dict finds its first key past the holes its deletions left, up to
-        # the window's size for every block a page adds: bench/template_learn.py).
+        # Windows, oldest first. The blocks' is an ordered dict: its oldest
+        # leaves in O(1), where a dict finds its first key past the holes its
+        # deletions left, up to the window's size for each of the ~100 blocks a
+        # page adds (bench/template_learn.py). The fingerprints' loses one a
+        # page: a dict, smaller.
         self._once: OrderedDict[int, None] = OrderedDict()
         self._counts: dict[int, int] = {}
-        self._prints: OrderedDict[int, None] = OrderedDict()  # the pages' fingerprints
+        self._prints: dict[int, None] = {}  # fingerprints of the pages learned
 
     @property
     def known(self) -> bool:
@@ -131,7 +133,7 @@ class SiteTemplate:
                 return False
             prints[fingerprint] = None
             if len(prints) > MAX_PRINTS:
-                prints.popitem(last=False)  # the oldest
+                del prints[next(iter(prints))]  # the oldest
             if not self.known:
                 self.early.append(fingerprint)
         self.pages += 1
