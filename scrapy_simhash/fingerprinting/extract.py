@@ -595,10 +595,7 @@ class _Walker:
                 items, spans, self.chars, self.elements, self.read, self.scan_chars,
                 self.scan_elements, self.name_chars,
             ) = _walk.walk(
-                start, kind, in_link, in_main, depth,
-                (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
-                 self.name_chars, self.items),
-                _limits(), _tag_code, self.names, _is_boiler_name, _boiler_name, _hides, _Dropped,
+                start, kind, in_link, in_main, depth, *self._compiled_args(), _Dropped,
             )
             self.items += len(items)
             return items, spans
@@ -612,14 +609,19 @@ class _Walker:
         if _walk is None:
             return _all_blocks(items, self)
         blocks, self.chars, self.elements, self.read, self.items, self.name_chars = (
-            _walk.all_blocks(
-                items, self.walked,
-                (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
-                 self.name_chars, self.items),
-                _limits(), _tag_code, self.names, _is_boiler_name, _boiler_name, _hides,
-            )
+            _walk.all_blocks(items, self.walked, *self._compiled_args())
         )
         return blocks
+
+    def _compiled_args(self) -> tuple:
+        """What both compiled walks take after their own arguments: the budgets
+        used so far, the limits (read at each call: the tests set smaller ones),
+        and the rules' functions and the page's classified class/id values."""
+        used = (self.chars, self.elements, self.read, self.scan_chars, self.scan_elements,
+                self.name_chars, self.items)
+        limits = (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
+                  MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS)
+        return used, limits, _tag_code, self.names, _is_boiler_name, _boiler_name, _hides
 
     def _run(
         self, start, kind: int, in_link: bool, in_main: bool, depth: int
@@ -779,13 +781,6 @@ class _Walker:
 
 
 _HIDING_ATTRIBUTES = frozenset(("hidden", "aria-hidden", "role", "style"))
-
-
-def _limits() -> tuple[int, ...]:
-    """The page's budgets as the compiled walk takes them (read at each call:
-    the tests set smaller ones)."""
-    return (MAX_TEXT_CHARS, MAX_ELEMENTS, MAX_READ_CHARS, MAX_DEPTH, MAX_SCAN_CHARS,
-            MAX_ATTRIBUTE_CHARS, _CACHED_VALUE_CHARS, MAX_ITEMS)
 
 
 def _cut(value: str | None) -> str | None:
