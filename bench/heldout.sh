@@ -14,7 +14,9 @@
 # gtkmm 3 after that, before long blocks on two kept pages weighed 50 words at most; Pango and
 # libsoup 3 (gi-docgen), glibmm 2.4 and libsigc++ 2 (Doxygen), oneTBB (pydata-sphinx) and the
 # GnuCash guide and help in five languages (DocBook) on 2026-11-28, after that change and
-# before any since. PY: the Python to run (default .venv/bin/python); OUT: the
+# before any since; libxml2's old web site (table layout, no content container) and its
+# gtk-doc API, cairo (gtk-doc) and Node.js's API later that day, after the compiled walks
+# (no signature changed since). PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +27,8 @@ PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-d
           libgtk-3-doc sphinx-doc libsdl2-doc libcommons-collections4-java-doc
           rust-doc ghc-doc scala-doc libboost1.74-doc erlang-doc
           libasio-doc libgtk-4-doc libgtkmm-3.0-doc
-          libpango1.0-doc libsoup-3.0-doc libglibmm-2.4-doc libsigc++-2.0-doc libtbb-doc gnucash-docs)
+          libpango1.0-doc libsoup-3.0-doc libglibmm-2.4-doc libsigc++-2.0-doc libtbb-doc gnucash-docs
+          libxml2-doc libcairo2-doc nodejs-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -58,6 +61,10 @@ GLIBMM=$H/libglibmm-2.4-doc/usr/share/doc/libglibmm-2.4-doc/reference/html
 SIGC=$H/libsigc++-2.0-doc/usr/share/doc/libsigc++-2.0-doc/reference/html
 TBB=$H/libtbb-doc/usr/share/doc/libtbb-dev/html
 GNUCASH=$H/gnucash-docs/usr/share/doc/gnucash-docs
+LIBXML2=$H/libxml2-doc/usr/share/doc/libxml2/html
+LIBXML2_API=$H/libxml2-doc/usr/share/gtk-doc/html/libxml2
+CAIRO=$H/libcairo2-doc/usr/share/gtk-doc/html/cairo
+NODE=$H/nodejs-doc/usr/share/doc/nodejs/api
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -67,6 +74,8 @@ SCALADOC="//div[@id='definition']|//div[@id='template']"
 BOOSTBOOK="//body/div[not(contains(@class,'spirit-nav'))]"
 GIDOCGEN="//section[@id='main']"
 DOCBOOK="//body/div[not(contains(@class,'nav'))]"
+# libxml2's old site: the table cell beside the menu, a tutorial's section, else the body
+XMLSOFT="//td[@valign='top'][not(@width='200')]|//div[@class='sect1']|//body[not(.//td[@valign='top'][not(@width='200')]) and not(.//div[@class='sect1'])]"
 
 case "${1:-}" in
 pairs)
@@ -80,6 +89,8 @@ pairs)
         "$GTKMM" "$DOXYGEN" \
         "$PANGO" "$GIDOCGEN" "$SOUP" "$GIDOCGEN" "$GLIBMM" "$DOXYGEN" "$SIGC" "$DOXYGEN" \
         "$TBB" //main "$GNUCASH" "$DOCBOOK" \
+        "$LIBXML2" "$XMLSOFT" "$LIBXML2_API" "$GTK_DOC" "$CAIRO" "$GTK_DOC" \
+        "$NODE" "//div[@id='apicontent']" \
         "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main \
         "$JDK/java.management" //main
     ;;
@@ -113,6 +124,10 @@ crawl)
     crawl "$TBB" --xpath //main --pages 1200
     crawl "$GNUCASH" --xpath "$DOCBOOK" --pages 1200 --start gnucash-guide-de/index.html
     crawl "$GNUCASH" --xpath "$DOCBOOK" --pages 1200 --start gnucash-help-en/index.html
+    crawl "$LIBXML2" --xpath "$XMLSOFT"
+    crawl "$LIBXML2_API" --xpath "$GTK_DOC"
+    crawl "$CAIRO" --xpath "$GTK_DOC"
+    crawl "$NODE" --xpath "//div[@id='apicontent']"
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl" >&2

@@ -36,6 +36,11 @@ from urllib.parse import urljoin, urlsplit
 import xxhash
 from lxml import etree
 
+try:  # the compiled tree walks, when the package was built with them (extract warns when not)
+    from scrapy_simhash.fingerprinting._walk import hrefs as _compiled_hrefs
+except (ImportError, ValueError):  # pragma: no cover - a pure-Python install, another lxml
+    _compiled_hrefs = None
+
 __all__ = ["DeliveredLinks", "MAX_LINKS", "page_links"]
 
 #: Links read from one page (as many as the elements the extractor reads of it).
@@ -50,7 +55,11 @@ MEMO_SIZE = 16_384
 
 def page_links(root: etree._Element) -> list[str]:
     """The ``href`` of each ``<a>`` and ``<area>`` of the page, in document
-    order, at most :data:`MAX_LINKS` + 1 (bounded work on a hostile page)."""
+    order, at most :data:`MAX_LINKS` + 1 (bounded work on a hostile page); by
+    the compiled walks when they were built (over lxml's C API: no element
+    object a link)."""
+    if _compiled_hrefs is not None:
+        return _compiled_hrefs(root, MAX_LINKS)
     hrefs: list[str] = []
     for element in root.iter("a", "area"):
         href = element.get("href")

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lxml import html
+from lxml import etree, html
+from parsel import Selector
 
+import scrapy_simhash.links as L
+from evaluation.corpus import ABSENT_REASON, corpus_dir, web_pages
 from scrapy_simhash.links import MAX_LINKS, DeliveredLinks, page_links
 
 SITE = "https://docs.example.org/api/"
@@ -111,6 +114,94 @@ def test_page_links_reads_a_and_area_in_order():
         "<body><a href='1'>a</a><map><area href='2'></map><a>no href</a>"
         "<link href='css'><a href=' 3 '>c</a></body>")
     assert page_links(root) == ["1", "2", " 3 "]
+
+
+# The compiled reader (scrapy_simhash.fingerprinting._walk.hrefs) against the
+# Python loop it replaces: the same hrefs, in the same order, the same bound.
+
+needs_compiled = pytest.mark.skipif(
+    L._compiled_hrefs is None, reason="scrapy_simhash.fingerprinting._walk is not built")
+
+
+def python_links(root) -> list[str]:
+    saved, L._compiled_hrefs = L._compiled_hrefs, None
+    try:
+        return page_links(root)
+    finally:
+        L._compiled_hrefs = saved
+
+
+def assert_same_links(root) -> None:
+    assert page_links(root) == python_links(root)
+
+
+_LINK_TAGS = ["a", "area", "div", "map", "link", "A", "svg:a", "abbr", "p"]
+_LINK_ATTRIBUTES = [
+    "", ' href="x.html"', " href=''", ' href=" /a b "', ' href="&amp;q=1&lt;"', ' href="é漢字"',
+    ' href="1" href="2"', ' HREF="upper"', ' xlink:href="ns"', ' href="&#x1F600;&nbsp;"',
+    ' class="c" href="#f"', " href", ' href="&bogus;"',
+]
+
+
+def _linked(parts: tuple) -> str:
+    tag, attributes, children, tail = parts
+    return f"<{tag}{attributes}>t{''.join(children)}</{tag}>{tail}"
+
+
+_LINK_NODES = st.recursive(
+    st.sampled_from(["", "text", "<!-- <a href='c'> -->", "&amp;", "<br>"]),
+    lambda children: st.tuples(
+        st.sampled_from(_LINK_TAGS), st.sampled_from(_LINK_ATTRIBUTES),
+        st.lists(children, max_size=4), st.sampled_from(["", "tail"]),
+    ).map(_linked),
+    max_leaves=30,
+)
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(body=st.lists(_LINK_NODES, max_size=6))
+def test_compiled_links_are_the_python_links_on_generated_pages(body):
+    page = f"<html><head><title>t</title></head><body>{''.join(body)}</body></html>"
+    assert_same_links(html.fromstring(page))
+    assert_same_links(Selector(text=page).root)
+    assert_same_links(html.fromstring(page).find("body"))  # a subtree: from its root on
+
+
+@needs_compiled
+def test_compiled_links_on_api_built_trees():
+    root = etree.fromstring(
+        b'<!DOCTYPE html [<!ENTITY e "entity text">]>'
+        b'<html xmlns:x="urn:x"><body><a href="1">one</a><x:a href="ns">not read</x:a>'
+        b'<a x:href="ns attribute">no href</a><a href="a&e;b">entity</a>'
+        b'<div xmlns="urn:y"><a href="default namespace">not read</a></div>'
+        b'<area href="4"/><?a href="pi"?><!-- <a href="comment"> --></body></html>',
+        etree.XMLParser(resolve_entities=False),
+    )
+    built = etree.SubElement(root[0], "a", href="built")
+    etree.SubElement(built, "a").set("href", "")
+    assert page_links(root) == ["1", "aentity textb", "4", "built", ""]
+    assert_same_links(root)
+    assert page_links(built) == ["built", ""]  # the root itself counts
+    leaf = etree.Element("a", href="alone")
+    assert page_links(leaf) == ["alone"] == python_links(leaf)
+
+
+@needs_compiled
+def test_compiled_links_keep_the_bound():
+    root = html.fromstring("<div>" + "<a href='/p'>x</a>" * (MAX_LINKS + 50) + "</div>")
+    assert len(page_links(root)) == len(python_links(root)) == MAX_LINKS + 1
+
+
+@pytest.mark.corpus
+@needs_compiled
+def test_compiled_links_on_corpus_pages():
+    if corpus_dir() is None:
+        pytest.skip(ABSENT_REASON)
+    for _url, path, _annotations in web_pages():
+        data = path.read_bytes()
+        assert_same_links(html.fromstring(data))
+        assert_same_links(Selector(text=data.decode("utf-8", errors="replace")).root)
 
 
 _segment = st.sampled_from(["a", "b", "api", "v2", "index.html", "x.html", "y.html"])

@@ -10,7 +10,8 @@ the soft-dropped subtrees of the walks the main text is chosen from; the
 walks that read every visible block afterwards (:func:`all_blocks`, as
 ``extract._all_blocks``) make none. The rules stay
 in Python (:func:`scrapy_simhash.fingerprinting.extract._tag_code` and friends), so there is
-one definition of them.
+one definition of them. One more walk of the same kind reads a page's links
+(:func:`hrefs`, as :func:`scrapy_simhash.links.page_links`).
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
@@ -670,3 +671,45 @@ def all_blocks(
     state.nested = True
     _blocks_of(state, items, walked, out)
     return out, state.chars, state.elements, state.read, state.first_item, state.name_chars
+
+
+cdef inline bint _is_anchor(tree.xmlNode* c) noexcept nogil:
+    # an ``a`` or ``area`` element without a namespace (as lxml's iter("a", "area"))
+    cdef const char* name = <const char*>c.name
+    if c.type != tree.XML_ELEMENT_NODE or name[0] != b"a":
+        return False
+    if c.ns is not NULL and c.ns.href is not NULL and c.ns.href[0] != 0:
+        return False
+    return name[1] == 0 or strcmp(name, "area") == 0
+
+
+def hrefs(cetree._Element root not None, Py_ssize_t limit):
+    """``links.page_links``: the ``href`` of each ``a`` and ``area`` element of
+    ``root``'s tree (itself included) in document order, ``limit`` + 1 at most."""
+    cdef tree.xmlNode* top = root._c_node
+    cdef tree.xmlNode* c = top
+    cdef tree.xmlAttr* attr
+    cdef tree.xmlNode* t
+    cdef list out = []
+    while c is not NULL:
+        if _is_anchor(c):
+            attr = c.properties
+            while attr is not NULL:
+                if attr.ns is NULL and strcmp(<const char*>attr.name, "href") == 0:
+                    t = attr.children
+                    if t is NULL:
+                        out.append("")
+                    elif t.next is NULL and t.type == tree.XML_TEXT_NODE and t.content is not NULL:
+                        out.append(PyUnicode_DecodeUTF8(<const char*>t.content,
+                                                        strlen(<const char*>t.content), NULL))
+                    else:  # entity references in the value: as lxml reads it
+                        out.append(cetree.elementFactory(root._doc, c).get("href"))
+                    if len(out) > limit:
+                        return out
+                    break
+                attr = attr.next
+        if c is top:
+            c = top.children if top.type == tree.XML_ELEMENT_NODE else NULL
+        else:
+            c = _next_in(c, top)
+    return out
