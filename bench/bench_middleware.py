@@ -23,7 +23,10 @@ of ms per response, the added ms per response against Scrapy alone, the ratio
 (whole-crawl means), then the median and p90 over responses of the added ms
 per response (the figure the 1.2 ms bar of issue 12 names). Needs Scrapy >= 2.14 (async
 download handlers). Usage: ``python -m bench.bench_middleware [--responses N]
-[--repeats R] [--concurrency C]``.
+[--repeats R] [--concurrency C] [--site NAME]``. ``--site`` cycles over the pages of
+one documentation site of the corpus instead (``python-3.11``, ``docs3/qt-5.15``...):
+the pages of one site, as a crawl of it meets them (its template, its class names and
+its links repeat), where the web pages are 481 sites on one host (the bar is on those).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import install_reactor
 
-from evaluation.corpus import ABSENT_REASON, web_pages
+from evaluation.corpus import ABSENT_REASON, site_pages, web_pages
 from scrapy_simhash.fingerprinting.hashing import FingerprintResult
 from scrapy_simhash.fingerprinting.signature import SKETCH_BINS, Analysis, Evidence, Signature
 from scrapy_simhash.middleware import SimhashMiddleware
@@ -192,8 +195,9 @@ async def main(args: argparse.Namespace) -> None:
 def report(args, seconds, cpu, last_stats) -> None:
     n = args.responses
     sizes = [len(b) for b in BODIES]
+    source = f"pages of {args.site}" if args.site else "web/ pages"
     print(f"bench_middleware: {n} canned responses per crawl cycling over {len(BODIES)} corpus "
-          f"web/ pages (median {statistics.median(sizes) / 1000:.0f} KB), "
+          f"{source} (median {statistics.median(sizes) / 1000:.0f} KB), "
           f"CONCURRENT_REQUESTS={args.concurrency}, {args.repeats} repeats, interleaved")
     print(f"Python {platform.python_version()}, Scrapy {scrapy.__version__}, "
           f"{platform.machine()}, medians over repeats")
@@ -234,8 +238,11 @@ def report(args, seconds, cpu, last_stats) -> None:
             print(f"    of which recording the links of the page delivered ("
                   f"{len(links)} pages): median {statistics.median(links):.3f} ms, "
                   f"p90 {p90(links):.3f} ms")
-        print(f"{'PASS' if median <= 1.2 else 'FAIL'}  added CPU time per response (median) "
-              f"{median:.3f} ms <= 1.2 ms (issue 12)")
+        if args.site:
+            print(f"(the 1.2 ms bar of issue 12 is on the web pages, not on {args.site})")
+        else:
+            print(f"{'PASS' if median <= 1.2 else 'FAIL'}  added CPU time per response "
+                  f"(median) {median:.3f} ms <= 1.2 ms (issue 12)")
 
 
 def parse_args() -> argparse.Namespace:
@@ -243,16 +250,17 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--responses", type=int, default=1500)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--site", help="a documentation site of the corpus instead of web/")
     return parser.parse_args()
 
 
 if __name__ == "__main__":
     args = parse_args()
-    pages = web_pages()
-    if not pages:
+    paths = site_pages(args.site) if args.site else [path for _, path, _ in web_pages()]
+    if not paths:
         print(f"skipped: {ABSENT_REASON}")
         sys.exit(0)
-    BODIES.extend(path.read_bytes() for _, path, _ in pages)
+    BODIES.extend(path.read_bytes() for path in paths)
     logging.getLogger().setLevel(logging.WARNING)
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     from twisted.internet import task
