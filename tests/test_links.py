@@ -185,6 +185,11 @@ def test_compiled_links_on_api_built_trees():
     assert page_links(built) == ["built", ""]  # the root itself counts
     leaf = etree.Element("a", href="alone")
     assert page_links(leaf) == ["alone"] == python_links(leaf)
+    # attributes a DTD gives by default: lxml's get() reads them
+    declared = etree.fromstring(
+        b'<!DOCTYPE html [<!ATTLIST a href CDATA "default"><!ATTLIST area href CDATA #FIXED "f">]>'
+        b'<html><a>x</a><area/><a href="own">y</a><a name="n"/></html>')
+    assert page_links(declared) == ["default", "f", "own", "default"] == python_links(declared)
 
 
 @needs_compiled

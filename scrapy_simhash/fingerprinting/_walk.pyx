@@ -683,6 +683,14 @@ cdef inline bint _is_anchor(tree.xmlNode* c) noexcept nogil:
     return name[1] == 0 or strcmp(name, "area") == 0
 
 
+cdef inline bint _declares_attributes(tree.xmlDoc* doc) noexcept nogil:
+    # a DTD declaring attributes, whose defaults lxml's get() reads (an XML tree:
+    # the HTML parser reads no declarations)
+    return doc is not NULL and (
+        (doc.intSubset is not NULL and doc.intSubset.attributes is not NULL)
+        or (doc.extSubset is not NULL and doc.extSubset.attributes is not NULL))
+
+
 def hrefs(cetree._Element root not None, Py_ssize_t limit):
     """``links.page_links``: the ``href`` of each ``a`` and ``area`` element of
     ``root``'s tree (itself included) in document order, ``limit`` + 1 at most."""
@@ -690,24 +698,32 @@ def hrefs(cetree._Element root not None, Py_ssize_t limit):
     cdef tree.xmlNode* c = top
     cdef tree.xmlAttr* attr
     cdef tree.xmlNode* t
+    cdef bint declared = _declares_attributes(top.doc)
+    cdef object value
     cdef list out = []
     while c is not NULL:
         if _is_anchor(c):
             attr = c.properties
             while attr is not NULL:
                 if attr.ns is NULL and strcmp(<const char*>attr.name, "href") == 0:
-                    t = attr.children
-                    if t is NULL:
-                        out.append("")
-                    elif t.next is NULL and t.type == tree.XML_TEXT_NODE and t.content is not NULL:
-                        out.append(PyUnicode_DecodeUTF8(<const char*>t.content,
-                                                        strlen(<const char*>t.content), NULL))
-                    else:  # entity references in the value: as lxml reads it
-                        out.append(cetree.elementFactory(root._doc, c).get("href"))
-                    if len(out) > limit:
-                        return out
                     break
                 attr = attr.next
+            value = None
+            if attr is not NULL:
+                t = attr.children
+                if t is NULL:
+                    value = ""
+                elif t.next is NULL and t.type == tree.XML_TEXT_NODE and t.content is not NULL:
+                    value = PyUnicode_DecodeUTF8(<const char*>t.content,
+                                                 strlen(<const char*>t.content), NULL)
+                else:  # entity references in the value: as lxml reads it
+                    value = cetree.elementFactory(root._doc, c).get("href")
+            elif declared:  # a default the DTD may give it
+                value = cetree.elementFactory(root._doc, c).get("href")
+            if value is not None:
+                out.append(value)
+                if len(out) > limit:
+                    return out
         if c is top:
             c = top.children if top.type == tree.XML_ELEMENT_NODE else NULL
         else:
