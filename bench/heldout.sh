@@ -5,6 +5,8 @@
 #
 #   bash bench/heldout.sh pairs   # every pair of each site (bench.unseen_sites)
 #   bash bench/heldout.sh crawl   # a crawl of each beside a mirror (bench.crawl_harness)
+#   bash bench/heldout.sh wrong   # pairs with the main text forced wrong (footer, navigation,
+#                                 # a random block): the decision must still join no distinct pages
 #
 # The first four were held out before version 7's rule was chosen (2026-11-26),
 # OpenJDK 17 before its third path was last changed, the last four after it
@@ -77,22 +79,31 @@ DOCBOOK="//body/div[not(contains(@class,'nav'))]"
 # libxml2's old site: the table cell beside the menu, a tutorial's section, else the body
 XMLSOFT="//td[@valign='top'][not(@width='200')]|//div[@class='sect1']|//body[not(.//td[@valign='top'][not(@width='200')]) and not(.//div[@class='sect1'])]"
 
+# each site whole, then OpenJDK's four largest modules alone (a crawl starting there)
+SITES=(
+    "$GIO" "$GTK_DOC" "$JSOUP" //main "$XERCES" "$DOXYGEN" "$CRYPTO" "$SPHINX_MAIN"
+    "$JDK" //main "$GTK" "$GTK_DOC" "$SPHINX" "$SPHINX_MAIN" "$SDL" "$DOXYGEN"
+    "$COLLECTIONS" //main "$RUST" "$RUSTDOC" "$GHC" "$HADDOCK" "$SCALA" "$SCALADOC"
+    "$BOOST" "$BOOSTBOOK" "$ERLANG" "//div[@id='content']"
+    "$ASIO" "//body/div[@class='section']" "$GTK4/gtk4" "$GIDOCGEN" "$GTK4/gdk4" "$GIDOCGEN"
+    "$GTKMM" "$DOXYGEN"
+    "$PANGO" "$GIDOCGEN" "$SOUP" "$GIDOCGEN" "$GLIBMM" "$DOXYGEN" "$SIGC" "$DOXYGEN"
+    "$TBB" //main "$GNUCASH" "$DOCBOOK"
+    "$LIBXML2" "$XMLSOFT" "$LIBXML2_API" "$GTK_DOC" "$CAIRO" "$GTK_DOC"
+    "$NODE" "//div[@id='apicontent']"
+    "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main
+    "$JDK/java.management" //main
+)
+
 case "${1:-}" in
 pairs)
-    # each site whole, then OpenJDK's four largest modules alone (a crawl starting there)
-    "$PY" -m bench.unseen_sites --show 5 \
-        "$GIO" "$GTK_DOC" "$JSOUP" //main "$XERCES" "$DOXYGEN" "$CRYPTO" "$SPHINX_MAIN" \
-        "$JDK" //main "$GTK" "$GTK_DOC" "$SPHINX" "$SPHINX_MAIN" "$SDL" "$DOXYGEN" \
-        "$COLLECTIONS" //main "$RUST" "$RUSTDOC" "$GHC" "$HADDOCK" "$SCALA" "$SCALADOC" \
-        "$BOOST" "$BOOSTBOOK" "$ERLANG" "//div[@id='content']" \
-        "$ASIO" "//body/div[@class='section']" "$GTK4/gtk4" "$GIDOCGEN" "$GTK4/gdk4" "$GIDOCGEN" \
-        "$GTKMM" "$DOXYGEN" \
-        "$PANGO" "$GIDOCGEN" "$SOUP" "$GIDOCGEN" "$GLIBMM" "$DOXYGEN" "$SIGC" "$DOXYGEN" \
-        "$TBB" //main "$GNUCASH" "$DOCBOOK" \
-        "$LIBXML2" "$XMLSOFT" "$LIBXML2_API" "$GTK_DOC" "$CAIRO" "$GTK_DOC" \
-        "$NODE" "//div[@id='apicontent']" \
-        "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main \
-        "$JDK/java.management" //main
+    "$PY" -m bench.unseen_sites --show 5 "${SITES[@]}"
+    ;;
+wrong)
+    # the first rule's property: each page's main text forced to the wrong text
+    for how in footer navigation random; do
+        "$PY" -m bench.unseen_sites --show 5 --wrong "$how" "${SITES[@]}"
+    done
     ;;
 crawl)
     crawl() { "$PY" -m bench.crawl_harness "$@" --output "$OUT" --append --show 10; }
@@ -130,7 +141,7 @@ crawl)
     crawl "$NODE" --xpath "//div[@id='apicontent']"
     ;;
 *)
-    echo "usage: bash bench/heldout.sh pairs|crawl" >&2
+    echo "usage: bash bench/heldout.sh pairs|crawl|wrong" >&2
     exit 2
     ;;
 esac

@@ -20,7 +20,15 @@ project (as for the corpus)::
     for d in *.deb; do dpkg -x "$d" "x/${d%%_*}"; done
     python -m bench.unseen_sites x/sqlite3-doc //body x/python-pandas-doc //main
 
-Usage: ``python -m bench.unseen_sites DIR XPATH [DIR XPATH ...] [--show N]``.
+With ``--wrong footer|navigation|random`` every page's main text is forced to
+be the wrong text (:func:`evaluation.wrong_text.wrong_main`: its last block, its
+link lists, a block chosen by its text) before it is signed, and one feature
+gets a page a fingerprint (a short wrong text too, as in the property test): the first rule's
+property (``tests/test_safety.py``) on these sites, where the decision must
+still join no pair of distinct pages.
+
+Usage: ``python -m bench.unseen_sites DIR XPATH [DIR XPATH ...] [--show N]
+[--wrong HOW]``.
 """
 
 from __future__ import annotations
@@ -34,13 +42,16 @@ import numpy as np
 from lxml import html as lxml_html
 
 from bench.sketch_pairs import confirmed_pairs
+from evaluation.wrong_text import WRONG_TEXTS, wrong_main
 import scrapy_simhash.fingerprinting.signature as SG
+from scrapy_simhash.fingerprinting.features import read_page
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
     SKETCH_BINS,
     analyse,
     confirmation,
     confirms_many,
+    sign,
 )
 from scrapy_simhash.fingerprinting.template import SiteTemplate
 
@@ -56,16 +67,23 @@ def content_shingles(path: Path, xpath: str, n: int = 5) -> set[str]:
     return {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
 
 
-def crawl_signatures(paths: list[Path]) -> list:
+def crawl_signatures(paths: list[Path], wrong: str | None = None) -> list:
     """``(path, signature)`` of the pages that get one, signed in order as a crawl
     signs them: against the template of the pages before it that were kept
-    (a page the decision joins to a kept one teaches nothing)."""
+    (a page the decision joins to a kept one teaches nothing); with ``wrong``,
+    each page's main text forced to that wrong text first."""
     template = SiteTemplate()
     kept_fps: list[int] = []
     kept_sketches: list[bytes] = []
     signed = []
     for path in paths:
-        found = analyse(path.read_bytes(), template=template)
+        data = path.read_bytes()
+        if wrong is None:
+            found = analyse(data, template=template)
+        else:
+            page, _ = read_page(data)
+            # one feature is enough for a fingerprint: the wrong text's own
+            found = sign(wrong_main(page, wrong), template=template, body=data, min_features=1)
         sig = found.signature
         duplicate = False
         if sig is not None and kept_fps:
@@ -112,9 +130,9 @@ def path3_pairs(sketches: np.ndarray, floor: int = MARGIN_FLOOR) -> list[tuple[i
     return out
 
 
-def check(site: Path, xpath: str, show: int) -> int:
+def check(site: Path, xpath: str, show: int, wrong: str | None = None) -> int:
     paths = sorted(p for p in site.rglob("*") if p.suffix in (".html", ".htm") and p.is_file())
-    signed = crawl_signatures(paths)
+    signed = crawl_signatures(paths, wrong)
     fps = np.array([s.fingerprint for _, s in signed], dtype=np.uint64)
     sketches = np.frombuffer(b"".join(s.sketch for _, s in signed), dtype=np.uint8)
     # every pair the sketches confirm; the decision's are those within k bits
@@ -142,7 +160,7 @@ def check(site: Path, xpath: str, show: int) -> int:
     false = distinct(pairs)
     print(f"{site}: {len(paths)} pages, {len(signed)} with a fingerprint, {len(pairs)} pairs "
           f"dropped at k={DEFAULT_MAX_DISTANCE}, {len(false)} of distinct pages "
-          f"(Jaccard < 0.5 of {xpath})")
+          f"(Jaccard < 0.5 of {xpath})" + (f", main text forced wrong: {wrong}" if wrong else ""))
     for jaccard, i, j in false[:show]:
         print(f"   J={jaccard:.2f}  {signed[i][0].relative_to(site)}  <->  "
               f"{signed[j][0].relative_to(site)}")
@@ -171,11 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sites", nargs="+", help="DIR XPATH pairs")
     parser.add_argument("--show", type=int, default=5, help="false pairs shown per site")
+    parser.add_argument("--wrong", choices=WRONG_TEXTS,
+                        help="force every page's main text to this wrong text")
     args = parser.parse_args(argv)
     if len(args.sites) % 2:
         parser.error("give each site folder with its content XPath")
     pairs = zip(args.sites[::2], args.sites[1::2])
-    return 1 if sum(check(Path(d), x, args.show) for d, x in pairs) else 0
+    return 1 if sum(check(Path(d), x, args.show, args.wrong) for d, x in pairs) else 0
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 import re
-import zlib
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation.corpus import ABSENT_REASON, corpus_dir, site_pages
+from evaluation.wrong_text import WRONG_TEXTS, wrong_main
 from scrapy_simhash.backends.memory import MemoryBackend
 from scrapy_simhash.fingerprinting.extract import MainText, PageText, parse_html
 from scrapy_simhash.fingerprinting.features import read_page
@@ -108,23 +108,6 @@ def _content(root, xpath: str) -> frozenset[str]:
     return _shingles(" ".join("".join(el.itertext()) for el in found))
 
 
-def wrong_main(page: PageText, how: str | None) -> PageText:
-    """``page`` with its main text replaced by the wrong text ``how`` names
-    (a "random" block chosen by the page's text, as a deterministic extractor
-    would choose the same for a copy); None: as the extractor read it."""
-    if how is None:
-        return page
-    texts = [text for text, _ in page.blocks[1:]] or [""]
-    rng = random.Random(zlib.crc32("\n".join(texts).encode("utf-8", "surrogatepass")))
-    if how == "footer":
-        chosen = [texts[-1]]
-    elif how == "navigation":
-        chosen = [" ".join(text for text, link in page.blocks if link * 2 > len(text))]
-    else:
-        chosen = [rng.choice(texts)]
-    return page._replace(main=MainText(page.main.title, [], chosen, []))
-
-
 def crawl_order_signatures(htmls: list[str], how: str | None) -> list[Signature | None]:
     """Each page signed with the wrong main text, against the template of the
     pages kept before it; a page a stored one confirms is not learned (a crawl
@@ -158,7 +141,7 @@ def joined_pairs(sigs: list[Signature | None]) -> list[tuple[int, int]]:
     return [(idx[i], idx[j]) for i, j in zip(a[ok].tolist(), b[ok].tolist())]
 
 
-@pytest.mark.parametrize("how", ["footer", "navigation", "random"])
+@pytest.mark.parametrize("how", WRONG_TEXTS)
 def test_wrong_main_text_joins_no_distinct_pages_on_a_generated_site(how):
     site = api_site()
     paths = list(site)
@@ -178,7 +161,7 @@ def test_wrong_main_text_joins_no_distinct_pages_on_a_generated_site(how):
 
 
 @pytest.mark.skipif(corpus_dir() is None, reason=ABSENT_REASON)
-@pytest.mark.parametrize("how", ["footer", "navigation", "random"])
+@pytest.mark.parametrize("how", WRONG_TEXTS)
 def test_wrong_main_text_joins_no_distinct_pages_on_qt(how):
     paths = [p for p in site_pages("docs3/qt-5.15") if "/qtcore/" in str(p)][:250]
     if len(paths) < 50:
