@@ -708,18 +708,19 @@ def hrefs(cetree._Element root not None, Py_ssize_t limit):
                 if attr.ns is NULL and strcmp(<const char*>attr.name, "href") == 0:
                     break
                 attr = attr.next
-            value = None
-            if attr is not NULL:
-                t = attr.children
-                if t is NULL:
-                    value = ""
-                elif t.next is NULL and t.type == tree.XML_TEXT_NODE and t.content is not NULL:
-                    value = PyUnicode_DecodeUTF8(<const char*>t.content,
-                                                 strlen(<const char*>t.content), NULL)
-                else:  # entity references in the value: as lxml reads it
-                    value = cetree.elementFactory(root._doc, c).get("href")
-            elif declared:  # a default the DTD may give it
+            t = attr.children if attr is not NULL else NULL
+            if attr is not NULL and t is NULL:
+                value = ""
+            elif t is not NULL and t.next is NULL and t.type == tree.XML_TEXT_NODE \
+                    and t.content is not NULL:
+                value = PyUnicode_DecodeUTF8(<const char*>t.content,
+                                             strlen(<const char*>t.content), NULL)
+            elif attr is not NULL or declared:
+                # entity references in the value, or a default a DTD may give it:
+                # as lxml reads them
                 value = cetree.elementFactory(root._doc, c).get("href")
+            else:
+                value = None
             if value is not None:
                 out.append(value)
                 if len(out) > limit:
