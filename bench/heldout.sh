@@ -18,7 +18,10 @@
 # GnuCash guide and help in five languages (DocBook) on 2026-11-28, after that change and
 # before any since; libxml2's old web site (table layout, no content container) and its
 # gtk-doc API, cairo (gtk-doc) and Node.js's API later that day, after the compiled walks
-# (no signature changed since). PY: the Python to run (default .venv/bin/python); OUT: the
+# (no signature changed since); commons-io and BCEL (javadoc), Ant's API (javadoc 17) and
+# manual (hand-written HTML) and Cal3D (Doxygen) on 2026-11-28 06:25 UTC, after version 8's
+# rule was chosen (rare own blocks agree) and before it was measured anywhere.
+# PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +33,8 @@ PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-d
           rust-doc ghc-doc scala-doc libboost1.74-doc erlang-doc
           libasio-doc libgtk-4-doc libgtkmm-3.0-doc
           libpango1.0-doc libsoup-3.0-doc libglibmm-2.4-doc libsigc++-2.0-doc libtbb-doc gnucash-docs
-          libxml2-doc libcairo2-doc nodejs-doc)
+          libxml2-doc libcairo2-doc nodejs-doc
+          libcommons-io-java-doc ant-doc libbcel-java-doc libcal3d-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -67,6 +71,10 @@ LIBXML2=$H/libxml2-doc/usr/share/doc/libxml2/html
 LIBXML2_API=$H/libxml2-doc/usr/share/gtk-doc/html/libxml2
 CAIRO=$H/libcairo2-doc/usr/share/gtk-doc/html/cairo
 NODE=$H/nodejs-doc/usr/share/doc/nodejs/api
+COMMONS_IO=$H/libcommons-io-java-doc/usr/share/doc/libcommons-io-java/api
+ANT=$H/ant-doc/usr/share/doc/ant
+BCEL=$H/libbcel-java-doc/usr/share/doc/libbcel-java/api
+CAL3D=$H/libcal3d-doc/usr/share/doc/libcal3d-doc/html
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -91,6 +99,7 @@ SITES=(
     "$TBB" //main "$GNUCASH" "$DOCBOOK"
     "$LIBXML2" "$XMLSOFT" "$LIBXML2_API" "$GTK_DOC" "$CAIRO" "$GTK_DOC"
     "$NODE" "//div[@id='apicontent']"
+    "$COMMONS_IO" //main "$ANT/api" //main "$ANT/manual" //body "$BCEL" //main "$CAL3D" "$DOXYGEN"
     "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main
     "$JDK/java.management" //main
 )
@@ -142,6 +151,11 @@ crawl)
     crawl "$LIBXML2_API" --xpath "$GTK_DOC"
     crawl "$CAIRO" --xpath "$GTK_DOC"
     crawl "$NODE" --xpath "//div[@id='apicontent']"
+    crawl "$COMMONS_IO" --xpath //main
+    crawl "$ANT/api" --xpath //main --pages 1200
+    crawl "$ANT/manual" --xpath //body --start toc.html
+    crawl "$BCEL" --xpath //main
+    crawl "$CAL3D" --xpath "$DOXYGEN" --start annotated.html
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl|wrong" >&2

@@ -160,6 +160,8 @@ def _reference(a: bytes, b: bytes) -> bool:
         return True
     if not (meta_a & 0xC000 == 0xC000 and meta_b & 0xC000 == 0xC000):
         return False
+    if field_a & field_b & 0x8000 and not agree(a[OWN_BINS:48], b[OWN_BINS:48], GUARD):
+        return False  # own texts mostly repeated blocks, and the rare ones differ
     if agree(a[:OWN_BINS], b[:OWN_BINS], CONFIRM):
         return True
     trusted = field_a & 0x4000 and field_b & 0x4000
@@ -176,15 +178,15 @@ def sketch_rows(draw):
     changed (any share, each path's threshold crossed or not) or emptied,
     the tail's hashes, word counts and flags shared or not."""
     base = bytearray(draw(st.binary(min_size=SKETCH_BINS, max_size=SKETCH_BINS)))
-    base[61] = base[61] & 0x3F | draw(_FLAGS) & 0x40
+    base[61] = base[61] & 0x3F | draw(_FLAGS)  # trusted, mostly repeated
     base[63] = base[63] & 0x3F | draw(_FLAGS)
-    for first, end in ((0, OWN_BINS), (64, SKETCH_BINS)):
+    for first, end in ((0, OWN_BINS), (OWN_BINS, 48), (64, SKETCH_BINS)):
         if draw(st.integers(0, 5)) == 0:
             base[first:end] = bytes(end - first)
     rows = []
     for _ in range(draw(st.integers(1, 6))):
         row = bytearray(base)
-        for first, end in ((0, OWN_BINS), (64, SKETCH_BINS)):
+        for first, end in ((0, OWN_BINS), (OWN_BINS, 48), (64, SKETCH_BINS)):
             changed = draw(st.one_of(st.just(0), st.integers(0, 8), st.integers(0, end - first)))
             how = draw(st.sampled_from(["empty", "other", "next"]))
             for i in range(first, first + changed):
@@ -192,7 +194,7 @@ def sketch_rows(draw):
         for i in draw(st.lists(st.integers(48, 63), max_size=3)):
             row[i] = draw(st.integers(0, 255))
         if draw(st.integers(0, 3)) == 0:
-            row[61] ^= 0x40
+            row[61] ^= draw(st.sampled_from([0x40, 0x80]))
         rows.append(bytes(row))
     return bytes(base), rows
 
@@ -213,36 +215,54 @@ def test_confirms_many_is_the_rule_one_row_against_many(drawn):
             sketch_keys(row)
 
 
-def _pair(own_same: int, main_same: int, trusted: bool) -> tuple[bytes, bytes]:
+def _pair(own_same: int, main_same: int, trusted: bool, rare_same: int | None = None,
+          one_only: bool = False) -> tuple[bytes, bytes]:
     """Two sketchable sketches (templates known, different words) whose own
-    bins agree on ``own_same`` of 48 and main bins on ``main_same`` of 32."""
+    bins agree on ``own_same`` of 40 and main bins on ``main_same`` of 32;
+    with ``rare_same``, both are mostly repeated blocks (``one_only``: the
+    first) and their rare bins agree on that many of 8."""
     a = np.full(SKETCH_BINS, 7, np.uint8)
     b = a.copy()
     b[own_same:OWN_BINS] = 9
     b[64 + main_same:] = 9
+    if rare_same is not None:
+        b[OWN_BINS + rare_same:48] = 9
     for row, words in ((a, 200), (b, 201)):
         row[48:60] = np.arange(12) + words  # different hashes
         row[60], row[61] = 44, 1 | 0x40 * trusted
         row[62], row[63] = words % 256, 0xC0
+    if rare_same is not None:
+        a[61] |= 0x80
+        b[61] |= 0x80 * (not one_only)
     return a.tobytes(), b.tobytes()
 
 
 @pytest.mark.parametrize(
-    ("own_same", "main_same", "trusted", "expected"),
+    ("own_same", "main_same", "trusted", "rare_same", "expected"),
     [
-        (36, 0, False, True),  # 36 / 48 = CONFIRM / 64: the own texts agree
-        (35, 32, False, False),  # just below, and the main texts are not trusted
-        (35, 32, True, True),  # path 3: every main bin agrees, trusted, own texts guard
-        (35, 31, True, False),  # one main bin apart: not the same main text
-        (33, 24, True, False),  # NonZeroU16 / NonZeroUsize (rust core): distinct
-        (29, 24, True, False),  # HandlerBase / DefaultHandler (OpenJDK 17): distinct
-        (31, 28, True, False),  # 28 / 32 (the old NEAR of 56 / 64) no longer confirms
-        (15, 32, True, True),  # 15 / 48 = GUARD / 64
-        (14, 32, True, False),  # own texts below the guard
+        (30, 0, False, None, True),  # 30 / 40 = CONFIRM / 64: the own texts agree
+        (29, 32, False, None, False),  # just below, and the main texts are not trusted
+        (29, 32, True, None, True),  # path 3: every main bin agrees, trusted, own texts guard
+        (29, 31, True, None, False),  # one main bin apart: not the same main text
+        (27, 24, True, None, False),  # main texts as alike as NonZeroU16 / NonZeroUsize's
+        (26, 28, True, None, False),  # 28 / 32 (the old NEAR of 56 / 64) no longer confirms
+        (13, 32, True, None, True),  # 13 / 40 >= GUARD / 64
+        (12, 32, True, None, False),  # own texts below the guard
+        (40, 0, False, 3, True),  # mostly repeated: 3 / 8 rare bins >= GUARD / 64
+        (40, 0, False, 2, False),  # the rare blocks differ: however alike the rest
+        (29, 32, True, 2, False),  # path 3 too
+        (29, 32, True, 8, True),
     ],
 )
-def test_confirms_many_thresholds(own_same, main_same, trusted, expected):
-    a, b = _pair(own_same, main_same, trusted)
+def test_confirms_many_thresholds(own_same, main_same, trusted, rare_same, expected):
+    a, b = _pair(own_same, main_same, trusted, rare_same)
+    _check(a, b, expected)
+    if rare_same is not None:  # one page mostly its own blocks: the own bins decide
+        _check(*_pair(own_same, main_same, trusted, rare_same, one_only=True),
+               _reference(*_pair(own_same, main_same, trusted)))
+
+
+def _check(a: bytes, b: bytes, expected: bool) -> None:
     assert _reference(a, b) is expected
     x, y = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
     assert confirms_many(x, y).tolist() == [expected]

@@ -47,7 +47,10 @@ logger = logging.getLogger(__name__)
 #: 7: the sketch is the evidence of the page's own text (every visible block
 #: less its site's template learned from the crawl), not of its main text;
 #: short or link-dominated own texts confirm only as exact copies.
-FINGERPRINT_VERSION = 7
+#: 8: the sketch holds minhashes of the page's rare own blocks (40 own-text
+#: bins, 48 before); two pages whose own texts are both mostly blocks other
+#: kept pages hold confirm only where those agree too.
+FINGERPRINT_VERSION = 8
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6

@@ -10,8 +10,9 @@ A page's :class:`Signature` is two views of it:
   template as the crawl learned it (:mod:`scrapy_simhash.fingerprinting.template`),
   read whatever the main-text extractor chose. One-permutation b-bit minhashes
   (Li & König; Shrivastava & Li) of word :data:`SHINGLE`-shingles (digits and
-  code included) of the own text and of the main text, exact hashes of the
-  own words and of all visible words, word counts and three flags.
+  code included) of the own text and of the main text, minhashes of its
+  rare own blocks (on no other kept page but one), exact hashes of the own
+  words and of all visible words, word counts and four flags.
 
 A candidate is a duplicate only when the pages agree (:func:`confirms`), in
 one of three ways:
@@ -38,6 +39,13 @@ one of three ways:
    other pages repeat (a footer, a shared paragraph) -- at least
    :data:`SMALL_OWN` of its words are on no other kept page, and they are at
    least half of such words of the page, links aside.
+
+On paths 2 and 3, when half or more of each page's own words are in blocks
+other kept pages hold, the pages' *rare* own blocks (on no other kept page
+but one) must agree too (:data:`RARE_SEEDS`): shared blocks make two own
+texts alike without telling them apart. (When one page's own text is mostly
+rare blocks, own texts that agree in ``CONFIRM`` of 64 bins put most of them
+in the other page too.)
 
 Why this is safe when extraction is wrong: a wrong main text (a site-wide
 footer, a navigation list, a shared paragraph) is made of blocks other pages
@@ -87,14 +95,17 @@ SHINGLE = 5
 SKETCH_BINS = 96
 #: The sketch's bytes: ``(name, first, end)``.
 LAYOUT = (
-    ("own text minhash, 48 bins", 0, 48),
+    ("own text minhash, 40 bins", 0, 40),
+    ("rare own blocks minhash, 8 bins", 40, 48),
     ("own words: 48-bit exact hash", 48, 54),
     ("visible words: 48-bit exact hash", 54, 60),
-    ("visible word count (14 bits) | trusted main text << 14", 60, 62),
+    ("visible word count (14 bits) | trusted main text << 14 | mostly repeated << 15",
+     60, 62),
     ("own word count (14 bits) | sketchable << 14 | template known << 15", 62, 64),
     ("main text minhash, 32 bins", 64, 96),
 )
-OWN_BINS = 48
+OWN_BINS = 40
+RARE_BINS = 8
 MAIN_BINS = 32
 #: A sketch confirms when at least this many of every 64 bins filled on either
 #: side hold the same value: an estimated resemblance of CONFIRM / 64.
@@ -131,6 +142,20 @@ SMALL_OWN = 100
 #: repeat no evidence but its headings: each view of it was kept (the demo's
 #: listing 98 times). The exact own-text key reads them whole.
 LONG_BLOCK = 50
+#: Seeds of the :data:`RARE_BINS` minhashes of a page's *rare* own blocks:
+#: those on no other kept page but one (fewer than the template's ``needed``;
+#: the one may be the page it copies). When half or more of a page's own words
+#: are in blocks other kept pages hold (menus in variants below the template's
+#: share, teasers its articles repeat), two pages' own texts agree on those
+#: blocks whatever else they hold: commons-collections 4's "No usage of
+#: HashBag" and "No usage of CollectionBag", 83 of their 100 own words two
+#: menus on 10 to 13 of 80 pages, agreed in 31 of 41 own bins. Two such pages
+#: are confirmed only where their rare blocks agree as well, in at least
+#: ``GUARD`` of every 64 minhashes: a copy's rare blocks are its original's but
+#: for what changed (a counter, a timestamp); distinct pages' are their own.
+RARE_SEEDS = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                       0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+                       0x27D4EB2F165667C5, 0x94D049BB133111EB], dtype=np.uint64)
 #: Seed of the sketch's word hashes (apart from the fingerprint's).
 SKETCH_SEED = 0x5EED
 
@@ -138,6 +163,8 @@ _WORDS_MASK = 0x3FFF  # word counts, saturating
 _SKETCHABLE = 0x4000  # SMALL_OWN own words or more, mostly not link text
 _KNOWN = 0x8000  # the site's template was known when the page was signed
 _TRUSTED = 0x4000  # (in the visible-words field) the main text is mostly own text
+_MOSTLY_REPEATED = 0x8000  # (there too) half the own words or more in blocks other pages hold
+_TAIL = 48  # the keys and counts, bytes 48..64
 _EXACT_MASK = (1 << 48) - 1
 _BODY_SEED = SKETCH_SEED ^ 0xB0D7  # a cut page's bytes, apart from any page's words
 EMPTY_SKETCH = bytes(SKETCH_BINS)
@@ -186,9 +213,10 @@ def own_evidence(
         if max(sizes) >= LONG_BLOCK:
             long_mask = own_mask & recurring & (np.asarray(sizes) >= LONG_BLOCK)
             repeated = np.flatnonzero(long_mask).tolist()
-    total = linked = repeated_words = repeated_linked = 0
+    total = linked = repeated_words = repeated_linked = recurring_words = 0
     blocks = page.blocks
     apart = set(repeated)
+    rare: list[int] = []  # own blocks on no other kept page but one
     for i in own:
         size = sizes[i]
         link = size if blocks[i][1] * 2 > len(blocks[i][0]) else 0
@@ -197,6 +225,11 @@ def own_evidence(
         if i in apart:
             repeated_words += size
             repeated_linked += link
+        if known and recurring[i]:
+            recurring_words += size
+        else:
+            rare.append(i)
+    mostly_repeated = 2 * recurring_words >= total > 0
     parts = [folded[i] for i in own]
     # the evidence: repeated blocks count LONG_BLOCK words at most, all of them
     evidence, evidence_linked = total, linked
@@ -211,6 +244,7 @@ def own_evidence(
     # folded): the main text's blocks are those strings, read once for both.
     words: dict[str, bytes] = {}
     own_bins = bytes(OWN_BINS)
+    rare_bins = rare_sketch(hashes[rare]) if sketchable else bytes(RARE_BINS)
     if sketchable and repeated:
         rest = [blocks[i][0] for i in own if i not in apart]
         own_bins = sampled_sketch(rest, [blocks[i][0] for i in repeated])[:OWN_BINS]
@@ -224,15 +258,31 @@ def own_evidence(
     own_key = _exact(parts)
     # every block its own (no template known, or none of its blocks): one key twice
     page_key = own_key if len(parts) == len(folded) else _exact(folded)
+    page_meta = (min(everything, _WORDS_MASK) | _TRUSTED * trusted
+                 | _MOSTLY_REPEATED * mostly_repeated)
     return Evidence(
         own_bins
+        + rare_bins
         + own_key.to_bytes(6, "little")
         + page_key.to_bytes(6, "little")
-        + (min(everything, _WORDS_MASK) | _TRUSTED * trusted).to_bytes(2, "little")
+        + page_meta.to_bytes(2, "little")
         + meta.to_bytes(2, "little")
         + main_bins,
         hashes,
     )
+
+
+def rare_sketch(hashes: np.ndarray) -> bytes:
+    """:data:`RARE_BINS` minhashes of a set of block hashes (``uint64``): a
+    byte (1-255) of the least ``(hash ^ seed) * (seed | 1)`` for each of
+    :data:`RARE_SEEDS`; zeros for no block. Blocks, not shingles: a rare block
+    that differs in one word is another block."""
+    if not len(hashes):
+        return bytes(RARE_BINS)
+    with np.errstate(over="ignore"):
+        mixed = (hashes[None, :] ^ RARE_SEEDS[:, None]) * (RARE_SEEDS[:, None] | np.uint64(1))
+    least = mixed.min(axis=1)
+    return (least % np.uint64(255) + np.uint64(1)).astype(np.uint8).tobytes()
 
 
 def _folded(texts: list[str]) -> tuple[list[str], list[int]]:
@@ -259,7 +309,7 @@ def cut_sketch(body: bytes | str) -> bytes:
 
 def _cut(key: bytes) -> bytes:
     """A cut page's sketch around its 6-byte visible-words ``key``."""
-    return bytes(OWN_BINS + 6) + key + _WORDS_MASK.to_bytes(2, "little") + bytes(2 + MAIN_BINS)
+    return bytes(_TAIL + 6) + key + _WORDS_MASK.to_bytes(2, "little") + bytes(2 + MAIN_BINS)
 
 
 def _trusted(page: PageText, folded: list[str], sizes: list[int], recurring: list[bool]) -> bool:
@@ -379,7 +429,7 @@ def _fields(sketches: np.ndarray) -> tuple[np.ndarray, ...]:
     """``(own bins, main bins, own key, page key, own meta, trusted)`` of
     ``(n, SKETCH_BINS)`` sketches: the keys of :func:`exact_keys` (0 where
     there are no words)."""
-    tail = np.ascontiguousarray(sketches[:, OWN_BINS:64]).view("<u8")  # 2 words a row
+    tail = np.ascontiguousarray(sketches[:, _TAIL:64]).view("<u8")  # 2 words a row
     own_hash = tail[:, 0] & np.uint64(_EXACT_MASK)
     page_hash = (tail[:, 0] >> np.uint64(48)) | ((tail[:, 1] & np.uint64(0xFFFFFFFF)) << np.uint64(16))
     page_field = (tail[:, 1] >> np.uint64(32)) & np.uint64(0xFFFF)
@@ -429,18 +479,19 @@ def _agree(a: np.ndarray, b: np.ndarray, share: int) -> tuple[np.ndarray, ...]:
 # confirms_many reads a sketch's bytes 48..64 as two little-endian words (the
 # tail of LAYOUT): word 6 holds the own words' hash and the visible words' hash
 # (low 16 bits), word 7 the rest of it, the visible word count with the trusted
-# flag (bit 46) and the own word count with the sketchable and known flags
-# (bits 62, 63).
+# and mostly-repeated flags (bits 46, 47) and the own word count with the
+# sketchable and known flags (bits 62, 63).
 _OWN_KEY = (np.uint64(_EXACT_MASK), np.uint64(_WORDS_MASK << 48))
 _PAGE_KEY = (np.uint64(_EXACT_MASK ^ (2**64 - 1)), np.uint64(0xFFFFFFFF | _WORDS_MASK << 32))
 _OWN_WORDS = np.uint64(_WORDS_MASK << 48)
 _PAGE_WORDS = np.uint64(_WORDS_MASK << 32)
 _BOTH = np.uint64((_SKETCHABLE | _KNOWN) << 48)
 _BOTH_TRUSTED = np.uint64((_SKETCHABLE | _KNOWN) << 48 | _TRUSTED << 32)
+_REPEATED = np.uint64(_MOSTLY_REPEATED << 32)
 _ZERO = np.uint64(0)
 _EMPTY = np.uint8(0)
-#: The columns bins are counted in: own bins, the tail (not bins), main bins.
-_REGIONS = np.array([0, OWN_BINS, 64], dtype=np.intp)
+#: The columns bins are counted in: own bins, rare bins, the tail (not bins), main bins.
+_REGIONS = np.array([0, OWN_BINS, _TAIL, 64], dtype=np.intp)
 _ONE, _SCALE = np.uint16(1), np.uint16(64)
 _CONFIRM, _GUARD = np.uint16(CONFIRM), np.uint16(GUARD)
 _NEAR = np.uint16(NEAR)
@@ -477,8 +528,11 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # 2. own texts agree (both pages sketchable, templates known); 3. main
     # texts the same (NEAR, above CONFIRM), trusted on both, own texts guarding
     sketched = (flags >= _BOTH) & (matches[:, 0] >= filled[:, 0] * _CONFIRM)
-    main = np.equal(flags, _BOTH_TRUSTED) & (matches[:, 2] >= filled[:, 2] * _NEAR)
+    main = np.equal(flags, _BOTH_TRUSTED) & (matches[:, 3] >= filled[:, 3] * _NEAR)
     sketched |= main & (matches[:, 0] >= filled[:, 0] * _GUARD)
+    # both own texts mostly blocks other pages hold: the rare blocks agree too
+    repeated = np.not_equal(np.bitwise_and(words_a[:, 7] & words_b[:, 7], _REPEATED), _ZERO)
+    sketched &= ~repeated | (matches[:, 1] >= filled[:, 1] * _GUARD)
     return exact | sketched
 
 
@@ -510,15 +564,28 @@ def confirmation(a: bytes, b: bytes) -> Agreement:
             f"fewer than {SMALL_OWN} own words (long blocks other pages repeat weighing "
             f"{LONG_BLOCK} at most), or mostly link text: only an exact copy is dropped"
         )
-    elif matches * 64 >= CONFIRM * filled:
-        reason = "own text"
     elif verdict:
-        reason = "main text (trusted on both pages), own texts guarding"
+        reason = ("own text" if matches * 64 >= CONFIRM * filled
+                  else "main text (trusted on both pages), own texts guarding")
+    elif _rare_differ(a, b):
+        reason = ("own text mostly blocks other kept pages hold, and the blocks "
+                  "on no other kept page differ")
     elif not (trusted_a and trusted_b):
         reason = "own texts differ, and a main text is not trusted (mostly repeated blocks)"
     else:
         reason = "own texts differ"
     return Agreement(verdict, reason, matches, filled, words)
+
+
+def _rare_differ(a: bytes, b: bytes) -> bool:
+    """Whether both pages' own texts are mostly blocks other kept pages hold
+    and their rare blocks (:data:`RARE_SEEDS`) do not agree."""
+    flags = int.from_bytes(a[60:62], "little") & int.from_bytes(b[60:62], "little")
+    if not flags & _MOSTLY_REPEATED:
+        return False
+    x = np.frombuffer(a[OWN_BINS:_TAIL], np.uint8)[None]
+    y = np.frombuffer(b[OWN_BINS:_TAIL], np.uint8)[None]
+    return not bool(_agree(x, y, GUARD)[0][0])
 
 
 def confirms(a: bytes, b: bytes) -> bool:
