@@ -27,8 +27,11 @@ gets a page a fingerprint (a short wrong text too, as in the property test): the
 property (``tests/test_safety.py``) on these sites, where the decision must
 still join no pair of distinct pages.
 
+``--joined FILE`` writes every pair the decision joins (site, page, page;
+tab-separated), to compare two versions' lists.
+
 Usage: ``python -m bench.unseen_sites DIR XPATH [DIR XPATH ...] [--show N]
-[--wrong HOW]``.
+[--wrong HOW] [--joined FILE]``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import TextIO
 from pathlib import Path
 
 import numpy as np
@@ -130,7 +134,8 @@ def path3_pairs(sketches: np.ndarray, floor: int = MARGIN_FLOOR) -> list[tuple[i
     return out
 
 
-def check(site: Path, xpath: str, show: int, wrong: str | None = None) -> int:
+def check(site: Path, xpath: str, show: int, wrong: str | None = None,
+          joined: TextIO | None = None) -> int:
     paths = sorted(p for p in site.rglob("*") if p.suffix in (".html", ".htm") and p.is_file())
     signed = crawl_signatures(paths, wrong)
     fps = np.array([s.fingerprint for _, s in signed], dtype=np.uint64)
@@ -140,6 +145,8 @@ def check(site: Path, xpath: str, show: int, wrong: str | None = None) -> int:
     confirmed = list(zip(first.tolist(), second.tolist()))
     bits = np.bitwise_count(fps[first] ^ fps[second]).tolist()
     pairs = [pair for pair, d in zip(confirmed, bits) if d <= DEFAULT_MAX_DISTANCE]
+    for i, j in pairs if joined is not None else ():
+        joined.write(f"{site}\t{signed[i][0].relative_to(site)}\t{signed[j][0].relative_to(site)}\n")
     cache: dict[int, set[str]] = {}
 
     def shingles(i: int) -> set[str]:
@@ -191,11 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=5, help="false pairs shown per site")
     parser.add_argument("--wrong", choices=WRONG_TEXTS,
                         help="force every page's main text to this wrong text")
+    parser.add_argument("--joined", type=argparse.FileType("w"), metavar="FILE",
+                        help="write every pair the decision joins (site, page, page; tab-separated)")
     args = parser.parse_args(argv)
     if len(args.sites) % 2:
         parser.error("give each site folder with its content XPath")
     pairs = zip(args.sites[::2], args.sites[1::2])
-    return 1 if sum(check(Path(d), x, args.show, args.wrong) for d, x in pairs) else 0
+    return 1 if sum(check(Path(d), x, args.show, args.wrong, args.joined)
+                    for d, x in pairs) else 0
 
 
 if __name__ == "__main__":

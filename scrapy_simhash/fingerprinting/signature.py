@@ -205,13 +205,15 @@ def own_evidence(
     known = template is not None and template.known
     own = range(len(folded))
     repeated: list[int] = []  # own blocks of LONG_BLOCK words or more other kept pages hold
+    recurring = [False] * len(folded)  # blocks other kept pages hold
     if known:
         counts = template.counts(hashes)
-        recurring = counts >= template.needed
+        recurring_mask = counts >= template.needed
+        recurring = recurring_mask.tolist()
         own_mask = counts < template.threshold()
         own = np.flatnonzero(own_mask).tolist()
         if max(sizes) >= LONG_BLOCK:
-            long_mask = own_mask & recurring & (np.asarray(sizes) >= LONG_BLOCK)
+            long_mask = own_mask & recurring_mask & (np.asarray(sizes) >= LONG_BLOCK)
             repeated = np.flatnonzero(long_mask).tolist()
     total = linked = repeated_words = repeated_linked = recurring_words = 0
     blocks = page.blocks
@@ -225,7 +227,7 @@ def own_evidence(
         if i in apart:
             repeated_words += size
             repeated_linked += link
-        if known and recurring[i]:
+        if recurring[i]:
             recurring_words += size
         else:
             rare.append(i)
@@ -237,7 +239,7 @@ def own_evidence(
         evidence = total - repeated_words + LONG_BLOCK
         evidence_linked = linked - repeated_linked + repeated_linked * LONG_BLOCK // repeated_words
     sketchable = known and evidence >= SMALL_OWN and 2 * evidence_linked < evidence
-    trusted = sketchable and _trusted(page, folded, sizes, recurring.tolist())
+    trusted = sketchable and _trusted(page, folded, sizes, recurring)
     meta = min(total, _WORDS_MASK) | _SKETCHABLE * sketchable | _KNOWN * known
     # A sketch is made only where a path of the decision reads it (else zeros).
     # The own text is sketched from the blocks as read (the same words as
