@@ -46,18 +46,14 @@ import numpy as np
 from lxml import html as lxml_html
 
 from bench.sketch_pairs import confirmed_pairs
-from evaluation.wrong_text import WRONG_TEXTS, wrong_main
+from evaluation.crawl_order import crawl_order
+from evaluation.wrong_text import WRONG_TEXTS
 import scrapy_simhash.fingerprinting.signature as SG
-from scrapy_simhash.fingerprinting.features import read_page
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
     SKETCH_BINS,
-    analyse,
     confirmation,
-    confirms_many,
-    sign,
 )
-from scrapy_simhash.fingerprinting.template import SiteTemplate
 
 _WORDS = re.compile(r"\w+")
 
@@ -69,45 +65,6 @@ def content_shingles(path: Path, xpath: str, n: int = 5) -> set[str]:
         element.drop_tree()
     words = _WORDS.findall(" ".join(e.text_content() for e in root.xpath(xpath)).lower())
     return {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
-
-
-def crawl_signatures(paths: list[Path], wrong: str | None = None) -> list:
-    """``(path, signature)`` of the pages that get one, signed in order as a crawl
-    signs them: against the template of the pages before it that were kept
-    (a page the decision joins to a kept one teaches nothing); with ``wrong``,
-    each page's main text forced to that wrong text first."""
-    template = SiteTemplate()
-    kept_fps: list[int] = []
-    kept_sketches: list[bytes] = []
-    signed = []
-    for path in paths:
-        data = path.read_bytes()
-        if wrong is None:
-            found = analyse(data, template=template)
-        else:
-            page, _ = read_page(data)
-            # one feature is enough for a fingerprint: the wrong text's own
-            found = sign(wrong_main(page, wrong), template=template, body=data, min_features=1)
-        sig = found.signature
-        duplicate = False
-        if sig is not None and kept_fps:
-            fps = np.array(kept_fps, dtype=np.uint64)
-            near = np.flatnonzero(np.bitwise_count(fps ^ np.uint64(sig.fingerprint))
-                                  <= DEFAULT_MAX_DISTANCE)
-            if len(near):
-                stored = np.frombuffer(b"".join(kept_sketches[i] for i in near), np.uint8)
-                mine = np.frombuffer(sig.sketch, np.uint8)
-                duplicate = bool(confirms_many(
-                    stored.reshape(-1, SKETCH_BINS),
-                    np.broadcast_to(mine, (len(near), SKETCH_BINS))).any())
-        if not duplicate:
-            template.learn(found.evidence.block_hashes)
-            if sig is not None:
-                kept_fps.append(sig.fingerprint)
-                kept_sketches.append(sig.sketch)
-        if sig is not None:
-            signed.append((path, sig))
-    return signed
 
 
 #: Main texts' agreement (of every 64 filled bins) from which the third path's
@@ -137,7 +94,8 @@ def path3_pairs(sketches: np.ndarray, floor: int = MARGIN_FLOOR) -> list[tuple[i
 def check(site: Path, xpath: str, show: int, wrong: str | None = None,
           joined: TextIO | None = None) -> int:
     paths = sorted(p for p in site.rglob("*") if p.suffix in (".html", ".htm") and p.is_file())
-    signed = crawl_signatures(paths, wrong)
+    sigs = crawl_order((path.read_bytes() for path in paths), wrong)
+    signed = [(path, sig) for path, sig in zip(paths, sigs) if sig is not None]
     fps = np.array([s.fingerprint for _, s in signed], dtype=np.uint64)
     sketches = np.frombuffer(b"".join(s.sketch for _, s in signed), dtype=np.uint8)
     # every pair the sketches confirm; the decision's are those within k bits

@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation.corpus import ABSENT_REASON, corpus_dir, site_pages
-from evaluation.wrong_text import WRONG_TEXTS, wrong_main
+from evaluation.crawl_order import crawl_order
+from evaluation.wrong_text import WRONG_TEXTS
 from scrapy_simhash.backends.memory import MemoryBackend
 from scrapy_simhash.fingerprinting.extract import MainText, PageText, parse_html
-from scrapy_simhash.fingerprinting.features import read_page
 from scrapy_simhash.fingerprinting.hashing import hamming_many
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
@@ -108,25 +108,6 @@ def _content(root, xpath: str) -> frozenset[str]:
     return _shingles(" ".join("".join(el.itertext()) for el in found))
 
 
-def crawl_order_signatures(htmls: list[str], how: str | None) -> list[Signature | None]:
-    """Each page signed with the wrong main text, against the template of the
-    pages kept before it; a page a stored one confirms is not learned (a crawl
-    drops it)."""
-    template = SiteTemplate()
-    kept: list[Signature] = []
-    out: list[Signature | None] = []
-    for html in htmls:
-        page, _ = read_page(html)
-        found = sign(wrong_main(page, how), template=template, min_features=1)
-        sig = found.signature
-        out.append(sig)
-        if sig is None or not any(is_duplicate(sig, other) for other in kept):
-            template.learn(found.evidence.block_hashes)
-            if sig is not None:
-                kept.append(sig)
-    return out
-
-
 def joined_pairs(sigs: list[Signature | None]) -> list[tuple[int, int]]:
     """Every pair i < j the drop decision joins (vectorised over candidates)."""
     idx = [i for i, s in enumerate(sigs) if s is not None]
@@ -146,7 +127,7 @@ def test_wrong_main_text_joins_no_distinct_pages_on_a_generated_site(how):
     site = api_site()
     paths = list(site)
     htmls = [site[p] for p in paths]
-    sigs = crawl_order_signatures(htmls, how)
+    sigs = crawl_order(htmls, how)
     contents = [_content(parse_html(h), "//div[@class='content']") for h in htmls]
     joined = joined_pairs(sigs)
     distinct = [
@@ -167,7 +148,7 @@ def test_wrong_main_text_joins_no_distinct_pages_on_qt(how):
     if len(paths) < 50:
         pytest.skip("docs3/qt-5.15 is not in the corpus (docs-dev3.tar.xz)")
     htmls = [p.read_bytes().decode("utf-8", "replace") for p in paths]
-    sigs = crawl_order_signatures(htmls, how)
+    sigs = crawl_order(htmls, how)
     contents = [
         _content(parse_html(h), "//div[@class='content mainContent']") for h in htmls
     ]
@@ -191,7 +172,7 @@ def test_generated_pages_of_a_folder_crawled_alone_stay_apart():
     if len(paths) < 50:
         pytest.skip("docs3/commons-lang3-3.12 is not in the corpus (docs-dev3.tar.xz)")
     htmls = [p.read_bytes().decode("utf-8", "replace") for p in paths]
-    sigs = crawl_order_signatures(htmls, None)
+    sigs = crawl_order(htmls, min_features=1)
     contents = [_content(parse_html(h), "//main") for h in htmls]
     joined = joined_pairs(sigs)
     distinct = [
