@@ -20,7 +20,12 @@
 # gtk-doc API, cairo (gtk-doc) and Node.js's API later that day, after the compiled walks
 # (no signature changed since); commons-io and BCEL (javadoc), Ant's API (javadoc 17) and
 # manual (hand-written HTML) and Cal3D (Doxygen) on 2026-11-28 06:25 UTC, after version 8's
-# rule was chosen (rare own blocks agree) and before it was measured anywhere.
+# rule was chosen (rare own blocks agree) and before it was measured anywhere; Vim's help
+# (vim2html), Octave's manual (Texinfo), Werkzeug and SQLAlchemy (Sphinx), SFML (Doxygen),
+# Free Pascal's FCL reference (fpdoc: 4,694 pages, a quarter under 20 words), R's manuals
+# (Texinfo) and Doxygen's own manual on 2026-11-28 09:28-09:40 UTC, after version 8 was
+# measured, and nothing tuned since (libssl-doc, libcurl4-doc and ruby3.1-doc were picked
+# too: they hold no HTML).
 # PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
@@ -34,7 +39,9 @@ PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-d
           libasio-doc libgtk-4-doc libgtkmm-3.0-doc
           libpango1.0-doc libsoup-3.0-doc libglibmm-2.4-doc libsigc++-2.0-doc libtbb-doc gnucash-docs
           libxml2-doc libcairo2-doc nodejs-doc
-          libcommons-io-java-doc ant-doc libbcel-java-doc libcal3d-doc)
+          libcommons-io-java-doc ant-doc libbcel-java-doc libcal3d-doc
+          vim-doc octave-doc python-werkzeug-doc libsfml-doc fp-docs-3.2.2 r-doc-html
+          python-sqlalchemy-doc doxygen-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -75,6 +82,14 @@ COMMONS_IO=$H/libcommons-io-java-doc/usr/share/doc/libcommons-io-java/api
 ANT=$H/ant-doc/usr/share/doc/ant
 BCEL=$H/libbcel-java-doc/usr/share/doc/libbcel-java/api
 CAL3D=$H/libcal3d-doc/usr/share/doc/libcal3d-doc/html
+VIM=$H/vim-doc/usr/share/doc/vim/html
+OCTAVE=$H/octave-doc/usr/share/doc/octave/octave.html
+WERKZEUG=$H/python-werkzeug-doc/usr/share/doc/python-werkzeug-doc/html
+SFML=$H/libsfml-doc/usr/share/doc/libsfml-dev/html
+FCL=$H/fp-docs-3.2.2/usr/share/doc/fp-docs/3.2.2/fcl
+R_MANUALS=$H/r-doc-html/usr/share/R/doc/manual
+SQLALCHEMY=$H/python-sqlalchemy-doc/usr/share/doc/python-sqlalchemy-doc/html
+DOXYGEN_MANUAL=$H/doxygen-doc/usr/share/doc/doxygen/html
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -86,6 +101,10 @@ GIDOCGEN="//section[@id='main']"
 DOCBOOK="//body/div[not(contains(@class,'nav'))]"
 # libxml2's old site: the table cell beside the menu, a tutorial's section, else the body
 XMLSOFT="//td[@valign='top'][not(@width='200')]|//div[@class='sect1']|//body[not(.//td[@valign='top'][not(@width='200')]) and not(.//div[@class='sect1'])]"
+VIM2HTML="//pre"  # each page one <pre>
+# Texinfo: the node's section less its Next/Prev/Up header, its footnotes; a redirect stub's body
+TEXINFO="//body/div[@id]/*[not(@class='header')]|//body/div[@class='footnote']|//body[not(div[@id])]"
+FPDOC="//body/*[not(@class='bar')]"
 
 # each site whole, then OpenJDK's four largest modules alone (a crawl starting there)
 SITES=(
@@ -100,6 +119,9 @@ SITES=(
     "$LIBXML2" "$XMLSOFT" "$LIBXML2_API" "$GTK_DOC" "$CAIRO" "$GTK_DOC"
     "$NODE" "//div[@id='apicontent']"
     "$COMMONS_IO" //main "$ANT/api" //main "$ANT/manual" //body "$BCEL" //main "$CAL3D" "$DOXYGEN"
+    "$VIM" "$VIM2HTML" "$OCTAVE" "$TEXINFO" "$WERKZEUG" "$SPHINX_MAIN" "$SFML" "$DOXYGEN"
+    "$FCL" "$FPDOC" "$R_MANUALS" //body "$SQLALCHEMY" "//div[@id='docs-body']"
+    "$DOXYGEN_MANUAL" "//div[@class='headertitle']|//div[@class='contents']"
     "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main
     "$JDK/java.management" //main
 )
@@ -156,6 +178,14 @@ crawl)
     crawl "$ANT/manual" --xpath //body --start toc.html
     crawl "$BCEL" --xpath //main
     crawl "$CAL3D" --xpath "$DOXYGEN" --start annotated.html
+    crawl "$VIM" --xpath "$VIM2HTML"
+    crawl "$OCTAVE" --xpath "$TEXINFO"
+    crawl "$WERKZEUG" --xpath "$SPHINX_MAIN"
+    crawl "$SFML" --xpath "$DOXYGEN"
+    crawl "$FCL" --xpath "$FPDOC" --pages 1200
+    crawl "$R_MANUALS" --xpath //body --start R-intro.html
+    crawl "$SQLALCHEMY" --xpath "//div[@id='docs-body']"
+    crawl "$DOXYGEN_MANUAL" --xpath "//div[@class='headertitle']|//div[@class='contents']" --start pages.html
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl|wrong" >&2
