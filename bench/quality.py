@@ -49,6 +49,7 @@ import re
 import sys
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -408,6 +409,7 @@ class Positives:
     dist: dict[str, np.ndarray]  # decision distance (NO_FP when not confirmed)
     raw: dict[str, np.ndarray]  # fingerprint distance
     who: dict[str, list[str]]
+    why: dict[str, list[str]]  # why the sketches refuse the pair ("" when they confirm it)
 
     @staticmethod
     def merge(label: str, parts: Sequence[Positives]) -> Positives:
@@ -417,6 +419,7 @@ class Positives:
             {k: np.concatenate([p.dist[k] for p in parts]) for k in kinds},
             {k: np.concatenate([p.raw[k] for p in parts]) for k in kinds},
             {k: [w for p in parts for w in p.who[k]] for k in kinds},
+            {k: [w for p in parts for w in p.why[k]] for k in kinds},
         )
 
 
@@ -475,6 +478,7 @@ def positives(
     dist: dict[str, list[int]] = {k: [] for k in KINDS}
     raw: dict[str, list[int]] = {k: [] for k in KINDS}
     who: dict[str, list[str]] = {k: [] for k in KINDS}
+    why: dict[str, list[str]] = {k: [] for k in KINDS}
     for i in eligible:
         original = sigs.sigs[i]
         for kind, html, name in copies(i, pages, eligible, hosts, seed):
@@ -483,8 +487,25 @@ def positives(
             raw[kind].append(d)
             dist[kind].append(decided)
             who[kind].append(name)
+            if original is None or copy is None:
+                why[kind].append("a page has no fingerprint")
+            else:
+                why[kind].append("" if decided != NO_FP else refusal(original.sketch, copy.sketch))
     as_array = lambda d: {k: np.array(v, dtype=np.int64) for k, v in d.items()}  # noqa: E731
-    return Positives(label, as_array(dist), as_array(raw), who)
+    return Positives(label, as_array(dist), as_array(raw), who, why)
+
+
+def refusal(a: bytes, b: bytes) -> str:
+    """Why the sketches ``a`` and ``b`` do not confirm a pair: the
+    confirmation's reason, a short own text told apart from one mostly links
+    or long blocks other pages repeat (the same reason there)."""
+    found = SG.confirmation(a, b)
+    if not found.reason.startswith(f"fewer than {SG.SMALL_OWN} own words"):
+        return found.reason
+    if min(found.words) < SG.SMALL_OWN:
+        return f"a page has fewer than {SG.SMALL_OWN} own words: only an exact copy is dropped"
+    return (f"both have {SG.SMALL_OWN} own words or more, but one is mostly link text or long "
+            f"blocks other pages repeat (weighing {SG.LONG_BLOCK} at most): only an exact copy")
 
 
 def eligible_pages(pages: list[Page]) -> list[int]:
@@ -683,6 +704,7 @@ def negatives_and_bars(
                 report(
                     f"  {kind:<11} d={group.dist[kind][n]:>2} fp={group.raw[kind][n]:>2}  {group.who[kind][n]}"
                 )
+        misses(group, k, report)
     report()
     for s in same:
         bad = int(same[s].within(k).sum())
@@ -714,6 +736,25 @@ def negatives_and_bars(
                 report.bar(
                     r >= minimum, f"{group.label} positives {kind}: recall at k={k} {r:.3f} >= {minimum:.2f}"
                 )
+
+
+def misses(group: Positives, k: int, report: Report) -> None:
+    """Why the copies missed at ``k`` were missed (every kind but identity), the
+    commonest reason first: the confirmation's own words
+    (:func:`scrapy_simhash.fingerprinting.signature.confirmation`), or the
+    fingerprints more than ``k`` bits apart."""
+    counts: dict[str, Counter] = {}
+    for kind in group.dist:
+        if kind == "identity":
+            continue
+        for n in np.flatnonzero(group.dist[kind] > k).tolist():
+            reason = group.why[kind][n] or f"fingerprints more than k={k} bits apart"
+            counts.setdefault(reason, Counter())[kind] += 1
+    total = sum(sum(c.values()) for c in counts.values())
+    report(f"  why the {total} copies missed at k={k} (every kind but identity) were missed:")
+    for reason, by_kind in sorted(counts.items(), key=lambda item: -sum(item[1].values())):
+        report(f"  {sum(by_kind.values()):>5}  {reason}")
+        report("         " + ", ".join(f"{kind} {n}" for kind, n in by_kind.items()))
 
 
 def boilerplate(report: Report, limit: int | None) -> None:
