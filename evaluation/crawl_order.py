@@ -40,8 +40,10 @@ def crawl_order(
     if min_features is None:
         min_features = DEFAULT_MIN_FEATURES if wrong is None else 1
     template = SiteTemplate()
-    kept_fps = np.empty(0, dtype=np.uint64)
-    kept_sketches = np.empty((0, SKETCH_BINS), dtype=np.uint8)
+    # the kept pages' fingerprints and sketches: rows [:kept] of buffers that double
+    fps = np.empty(64, dtype=np.uint64)
+    sketches = np.empty((64, SKETCH_BINS), dtype=np.uint8)
+    kept = 0
     out: list[Signature | None] = []
     for data in pages:
         page, tokens = read_page(data)
@@ -49,12 +51,15 @@ def crawl_order(
             page, tokens = wrong_main(page, wrong), None
         found = sign(page, tokens, template=template, min_features=min_features, body=data)
         sig = found.signature
-        if sig is None or not _joined(sig, kept_fps, kept_sketches):
+        if sig is None or not _joined(sig, fps[:kept], sketches[:kept]):
             template.learn(found.evidence.block_hashes)
             if sig is not None:
-                kept_fps = np.append(kept_fps, np.uint64(sig.fingerprint))
-                row = np.frombuffer(sig.sketch, np.uint8)[None]
-                kept_sketches = np.concatenate([kept_sketches, row])
+                if kept == len(fps):
+                    fps = np.concatenate([fps, np.empty_like(fps)])
+                    sketches = np.concatenate([sketches, np.empty_like(sketches)])
+                fps[kept] = sig.fingerprint
+                sketches[kept] = np.frombuffer(sig.sketch, np.uint8)
+                kept += 1
         out.append(sig)
     return out
 

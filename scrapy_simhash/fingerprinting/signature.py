@@ -515,7 +515,8 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     exact &= np.not_equal(np.bitwise_and(words_b[:, 7], _OWN_WORDS), _ZERO)
     page = np.equal(np.bitwise_and(d6, _PAGE_KEY[0]) | np.bitwise_and(d7, _PAGE_KEY[1]), _ZERO)
     exact |= page & np.not_equal(np.bitwise_and(words_b[:, 7], _PAGE_WORDS), _ZERO)
-    flags = np.bitwise_and(np.bitwise_and(words_a[:, 7], words_b[:, 7]), _BOTH_TRUSTED)
+    both = np.bitwise_and(words_a[:, 7], words_b[:, 7])  # flags both pages carry
+    flags = np.bitwise_and(both, _BOTH_TRUSTED)
     # _agree's bins, counted per region: agreeing (the same non-zero byte) and filled
     filled = np.not_equal(a, _EMPTY)
     matches = np.add.reduceat(
@@ -533,7 +534,7 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     main = np.equal(flags, _BOTH_TRUSTED) & (matches[:, 3] >= filled[:, 3] * _NEAR)
     sketched |= main & (matches[:, 0] >= filled[:, 0] * _GUARD)
     # both own texts mostly blocks other pages hold: the rare blocks agree too
-    repeated = np.not_equal(np.bitwise_and(words_a[:, 7] & words_b[:, 7], _REPEATED), _ZERO)
+    repeated = np.not_equal(np.bitwise_and(both, _REPEATED), _ZERO)
     sketched &= ~repeated | (matches[:, 1] >= filled[:, 1] * _GUARD)
     return exact | sketched
 
