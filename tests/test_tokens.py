@@ -214,6 +214,50 @@ def test_exact_hash_matches(texts):
         assert compiled == SG._exact(texts)
 
 
+@contextmanager
+def digest_in_python():
+    """The compiled loops hashing through ``xxhash.xxh3_64_intdigest``, as
+    where the ``xxhash`` extension exports no ``XXH3_64bits_withSeed``."""
+    before = COMPILED.c_digest(False)
+    try:
+        yield
+    finally:
+        COMPILED.c_digest(before)
+
+
+@needs_compiled
+def test_tokens_hashed_in_c():
+    """The xxhash extension this suite runs with exports its xxh3 and the
+    compiled loops call it (else they would be about a tenth slower, ``make
+    bench-fingerprint``)."""
+    assert COMPILED.c_digest(), "xxhash's XXH3_64bits_withSeed was not found or not the same"
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(_TOKENS, st.lists(st.text(alphabet=_LATIN1 + _ANY, max_size=20), max_size=6),
+       st.integers(0, 2**64 - 1))
+def test_c_digest_matches_python_digest(tokens, texts, seed):
+    """Every compiled loop that hashes gives the same with the hash called in
+    C and through ``digest``: token hashes, shingles, feature hashes, the
+    sketch and the exact key (lone surrogates and any script included)."""
+    features = dict.fromkeys(tokens, 1.0)
+
+    def hashed():
+        return (
+            F.token_hashes(tokens, seed).tolist(),
+            F._shingles_within([tokens, tokens[:3]], 3, seed).tolist(),
+            F.feature_hashes(features, seed).tolist(),
+            COMPILED.text_sketch(texts + tokens, F._LATIN1_SKETCH_WORDS, F._SEPARATORS,
+                                 F.sketch_text, 5, seed, DIGEST, {}),
+            SG._exact(texts + tokens),
+        )
+
+    in_c = hashed()
+    with digest_in_python():
+        assert hashed() == in_c
+
+
 def test_separators_are_separators_everywhere():
     """Each separator the fast paths turn into a space is, and stays after NFKC,
     a separator for the fingerprint's tokenizer and for the sketch's ``\\w+``,

@@ -6,13 +6,15 @@ Each function returns exactly what its pure-Python reference returns (named in
 its docstring; ``tests/test_tokens.py`` checks both on the corpus and on
 generated text): the loops over a page's tokens, its spot signatures, its
 token hashes and its shingles run in C instead of the interpreter. Tokens are
-still hashed by ``xxhash.xxh3_64_intdigest`` (passed in as ``digest``), once
-per distinct token, so the hash function has one definition.
+hashed by xxhash's own ``XXH3_64bits_withSeed``, called in C from the
+``xxhash`` package's extension where it exports it (:func:`c_digest`), else by
+``xxhash.xxh3_64_intdigest`` (passed in as ``digest``) once per distinct
+token: one hash function, one definition.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcmp, memcpy
 
 
@@ -22,12 +24,79 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
     int PyUnicode_1BYTE_KIND
+    bint PyUnicode_IS_ASCII(object text)
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) noexcept nogil
     bint Py_UNICODE_ISALNUM(Py_UCS4 ch) noexcept nogil
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) noexcept nogil
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value) noexcept nogil
 
+import ctypes
+
 import numpy as np
+import xxhash
+
+# ---------------------------------------------------------------- the hash
+# xxh3-64 in C: the function ``xxhash.xxh3_64_intdigest`` itself calls, found
+# by name in the extension that defines it; a byte string hashed so costs no
+# Python call, no bytes object and no int. Used only once it has returned
+# ``xxh3_64_intdigest``'s values on samples (it is the same code); else, or
+# where the extension does not export it, each distinct token goes through
+# ``digest``.
+
+ctypedef uint64_t (*_XXH3)(const void* data, size_t length, uint64_t seed) noexcept nogil
+cdef _XXH3 _located = NULL  # found and checked at import
+cdef _XXH3 _xxh3 = NULL  # in use (NULL: every hash through ``digest``)
+
+
+cdef _XXH3 _locate():
+    try:
+        from xxhash import _xxhash
+
+        library = ctypes.CDLL(_xxhash.__file__)
+        address = ctypes.cast(library.XXH3_64bits_withSeed, ctypes.c_void_p).value
+    except (ImportError, AttributeError, OSError, TypeError):
+        return NULL
+    if not address:
+        return NULL
+    cdef _XXH3 found = <_XXH3><uintptr_t>address
+    cdef bytes sample
+    cdef uint64_t seed
+    for sample, seed in (
+        (b"", 0), (b"a", 1), (b"spot signatures", 0x5EED), (bytes(range(256)) * 5, 2**64 - 1),
+        ("\u00e9t\u00e9 \u4e2d".encode("utf-8"), 0xB10C),
+    ):
+        if found(PyBytes_AS_STRING(sample), len(sample), seed) != xxhash.xxh3_64_intdigest(
+            sample, seed
+        ):
+            return NULL
+    return found
+
+
+_located = _locate()
+_xxh3 = _located
+
+
+def c_digest(enabled=None):
+    """Whether tokens are hashed in C; ``enabled`` False makes every hash go
+    through ``digest`` (True: back to C, where it was found). Returns the
+    state before the call."""
+    global _xxh3
+    before = _xxh3 != NULL
+    if enabled is not None:
+        _xxh3 = _located if enabled else NULL
+    return before
+
+
+cdef inline uint64_t _digest_str(str token, uint64_t seed, object digest) except? 0:
+    """xxh3_64 of ``token``'s UTF-8 bytes (surrogates passed)."""
+    cdef bytes data
+    if _xxh3 != NULL and PyUnicode_IS_ASCII(token):
+        return _xxh3(PyUnicode_DATA(token), PyUnicode_GET_LENGTH(token), seed)
+    data = token.encode("utf-8", "surrogatepass")
+    if _xxh3 != NULL:
+        return _xxh3(PyBytes_AS_STRING(data), len(data), seed)
+    return digest(data, seed)
+
 
 # splitmix64's finalizer and step (features._MIX1, _MIX2, _STEP).
 cdef uint64_t MIX1 = 0xBF58476D1CE4E5B9ULL
@@ -56,10 +125,20 @@ cdef int _hash_tokens(
     list tokens, uint64_t* out, object seed, object digest, bint encoded
 ) except -1:
     """``out[i]`` = xxh3_64 of ``tokens[i]`` (UTF-8 bytes when ``encoded``, else
-    ``str`` encoded with surrogatepass), each distinct token hashed once."""
+    ``str`` encoded with surrogatepass): in C, or each distinct token hashed
+    once by ``digest``."""
     cdef dict table = {}
     cdef Py_ssize_t i
     cdef object token, value
+    cdef uint64_t s = seed
+    if _xxh3 != NULL:
+        for i in range(len(tokens)):
+            token = tokens[i]
+            if encoded:
+                out[i] = _xxh3(PyBytes_AS_STRING(<bytes?>token), len(<bytes>token), s)
+            else:
+                out[i] = _digest_str(<str?>token, s, digest)
+        return 0
     for i in range(len(tokens)):
         token = tokens[i]
         value = table.get(token)
@@ -201,8 +280,9 @@ def feature_hashes(dict features, object seed, object digest):
         return result
     cdef uint64_t[::1] out = result
     cdef Py_ssize_t i = 0
+    cdef uint64_t s = seed
     for feature in features:
-        out[i] = digest((<str?>feature).encode("utf-8", "surrogatepass"), seed)
+        out[i] = _digest_str(<str?>feature, s, digest)
         i += 1
     return result
 
@@ -432,12 +512,19 @@ cdef int _read_words(_Words* w, str text) except -1:
 
 
 cdef int _hash_words(_Words* w, uint64_t* hashes, object seed, object digest) except -1:
-    """``hashes[i]``: the hash of word ``i``, each distinct word hashed once
-    (found again by a table of their FNV-1a hashes)."""
+    """``hashes[i]``: the hash of word ``i``: in C, or each distinct word
+    hashed once by ``digest`` (found again by a table of their FNV-1a hashes)."""
     cdef Py_ssize_t count = w.count
+    cdef Py_ssize_t size = 16, mask, slot, j, other, start, length
+    cdef uint64_t s
     if not count:
         return 0
-    cdef Py_ssize_t size = 16, mask, slot, j, other, start, length
+    if _xxh3 != NULL:
+        s = seed
+        for j in range(count):
+            start = w.ends[j - 1] if j else 0
+            hashes[j] = _xxh3(w.bytes + start, w.ends[j] - start, s)
+        return 0
     while size < 2 * count:
         size *= 2
     mask = size - 1
@@ -601,12 +688,18 @@ def exact_hash(list texts, bytes lower, object seed, object digest):
             if i:
                 buf[size] = 0x20
                 size += 1
-            if latin1:
+            if PyUnicode_IS_ASCII(text):  # one byte each, lower-cased in place
+                for j in range(length):
+                    buf[size + j] = tab[(<const unsigned char*>data)[j]]
+                size += length
+            elif latin1:
                 for j in range(length):
                     size += _utf8(buf + size, tab[(<const unsigned char*>data)[j]])
             else:
                 for j in range(length):
                     size += _utf8(buf + size, PyUnicode_READ(kind, data, j))
+        if _xxh3 != NULL:
+            return _xxh3(buf, size, <uint64_t>seed)
         return digest(PyBytes_FromStringAndSize(<const char*>buf, size), seed)
     finally:
         PyMem_Free(buf)
