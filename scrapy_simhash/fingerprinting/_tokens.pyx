@@ -121,33 +121,22 @@ cdef inline uint64_t _shingle(const uint64_t* hashes, Py_ssize_t n) noexcept nog
     return _mix(out)
 
 
-cdef int _hash_tokens(
-    list tokens, uint64_t* out, object seed, object digest, bint encoded
-) except -1:
-    """``out[i]`` = xxh3_64 of ``tokens[i]`` (UTF-8 bytes when ``encoded``, else
-    ``str`` encoded with surrogatepass): in C, or each distinct token hashed
-    once by ``digest``."""
+cdef int _hash_tokens(list tokens, uint64_t* out, object seed, object digest) except -1:
+    """``out[i]`` = xxh3_64 of ``tokens[i]``'s UTF-8 (surrogates passed): in C,
+    or each distinct token hashed once by ``digest``."""
     cdef dict table = {}
     cdef Py_ssize_t i
     cdef object token, value
     cdef uint64_t s = seed
     if _xxh3 != NULL:
         for i in range(len(tokens)):
-            token = tokens[i]
-            if encoded:
-                out[i] = _xxh3(PyBytes_AS_STRING(<bytes?>token), len(<bytes>token), s)
-            else:
-                out[i] = _digest_str(<str?>token, s, digest)
+            out[i] = _digest_str(<str?>tokens[i], s, digest)
         return 0
     for i in range(len(tokens)):
         token = tokens[i]
         value = table.get(token)
         if value is None:
-            if encoded:
-                value = digest(token, seed)
-            else:
-                value = digest((<str?>token).encode("utf-8", "surrogatepass"), seed)
-            table[token] = value
+            value = table[token] = digest((<str?>token).encode("utf-8", "surrogatepass"), seed)
         out[i] = value
     return 0
 
@@ -158,7 +147,7 @@ def token_hashes(list tokens, object seed, object digest):
     result = np.empty(count, dtype=np.uint64)
     cdef uint64_t[::1] view = result
     if count:
-        _hash_tokens(tokens, &view[0], seed, digest, False)
+        _hash_tokens(tokens, &view[0], seed, digest)
     return result
 
 
@@ -186,7 +175,7 @@ def shingles_within(list token_lists, Py_ssize_t n, object seed, object digest):
     if hashes == NULL:
         raise MemoryError()
     try:
-        _hash_tokens(flat, hashes, seed, digest, False)
+        _hash_tokens(flat, hashes, seed, digest)
         if n <= 1:
             for i in range(total):
                 out[i] = _mix(hashes[i])
