@@ -14,7 +14,7 @@ QUIET_EDITABLE = PYTHONWARNINGS="ignore:Editable installation:UserWarning"
 # The package's sources: an installed (non-editable) copy is rebuilt when one changes.
 PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py' -o -name '*.pyx' -o -path '*/data/*' 2>/dev/null)
 
-.PHONY: all venv test test-latest test-min demo docs redis-server java corpus-debian corpus-public \
+.PHONY: all venv test test-latest test-min demo docs compiler redis-server java corpus-debian corpus-public \
         bench bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
         bench-store bench-hostile bench-spark bench-crawl clean
 
@@ -34,6 +34,18 @@ $(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.
 	$(QUIET_EDITABLE) $(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
 	touch $@
 
+# The tests check that the compiled extensions were built: a C compiler and Python's
+# headers; install Debian's when missing (python3-dev: the headers of Debian's python3).
+compiler:
+	@command -v cc >/dev/null 2>&1 || { \
+	  echo "installing Debian's gcc"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq gcc libc6-dev >/dev/null; }
+	@$(PYTHON) -c "import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" || { \
+	  echo "installing Debian's python3-dev (Python.h)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-dev >/dev/null; }
+
 # The Redis tests need Debian's redis-server; install it when it is missing.
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -52,11 +64,11 @@ java:
 test: test-latest test-min
 
 # The compiled walk must have been built (else the suite would test only the Python one).
-test-latest: venv redis-server java
+test-latest: compiler venv redis-server java
 	$(PY) -c "import scrapy_simhash.fingerprinting._walk, scrapy_simhash.fingerprinting._tokens"
 	$(PY) -m pytest tests
 
-test-min: $(MIN_VENV)/.stamp redis-server
+test-min: compiler $(MIN_VENV)/.stamp redis-server
 	$(MIN_VENV)/bin/python -c "import scrapy_simhash.fingerprinting._walk, scrapy_simhash.fingerprinting._tokens"
 	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
 
