@@ -7,8 +7,10 @@ meets all of them as candidates. The in-process backend bounds that work
 confirmed per probe, exact copies found through an index of their own) and
 keeps a crowded fingerprint's candidates between its probes; a probe of a
 fingerprint one bit away (not crowded itself, so nothing kept) meets the same
-candidates through the tables each time. Beside them, in the same run, the
-unbounded way (every candidate, each confirmed on its own), which version 6 did.
+candidates through the tables each time; that probe also without the compiled
+probe and rule (what a pure-Python install runs), interleaved. Beside them, in
+the same run, the unbounded way (every candidate, each confirmed on its own),
+which version 6 did.
 
 ``python -m bench.bench_probe [--shared 500 5000] [--others 100000] [--repeat 200] [-k K]``
 """
@@ -23,7 +25,9 @@ import time
 
 import numpy as np
 
+import scrapy_simhash.fingerprinting.signature as signature
 from scrapy_simhash.backends.memory import MemoryBackend
+from scrapy_simhash.index import tables
 from scrapy_simhash.fingerprinting.signature import (
     DEFAULT_MAX_DISTANCE,
     SKETCH_BINS,
@@ -61,6 +65,8 @@ def run(shared: int, others_count: int, repeat: int, k: int = DEFAULT_MAX_DISTAN
     built = time.perf_counter() - start
     probes = sketches(rng, repeat)
     timings = {}
+    compiled = tables._probe, signature._confirm
+    python = []  # the same probes without the compiled probe and rule, interleaved
     for name, fp in (("crowded", shared_fp), ("near", shared_fp ^ 1 << 17)):
         spent, candidates = [], set()
         for sketch in probes:
@@ -68,6 +74,15 @@ def run(shared: int, others_count: int, repeat: int, k: int = DEFAULT_MAX_DISTAN
             backend.query_and_add(Signature(fp, sketch.tobytes()), "https://x/new", add="never")
             spent.append(time.perf_counter() - t)
             candidates.add(backend.last_candidates)
+            if name == "near" and all(compiled):
+                tables._probe = signature._confirm = None
+                try:
+                    t = time.perf_counter()
+                    backend.query_and_add(Signature(fp, sketch.tobytes()), "https://x/new",
+                                          add="never")
+                    python.append(time.perf_counter() - t)
+                finally:
+                    tables._probe, signature._confirm = compiled
         timings[name] = spent, candidates
     # The unbounded way: every stored page of the fingerprint, one confirmation each.
     rows = np.arange(others_count, others_count + shared)
@@ -94,6 +109,15 @@ def run(shared: int, others_count: int, repeat: int, k: int = DEFAULT_MAX_DISTAN
             f"over {len(spent)} probes; candidates confirmed a probe: "
             + ", ".join(map(str, sorted(candidates)))
         )
+    if python:
+        near = statistics.median(timings["near"][0])
+        lines.append(
+            f"  the same, 1 bit away, without the compiled probe and rule (a pure-Python "
+            f"install: numpy only), interleaved: median {statistics.median(python) * 1e3:.3f} "
+            f"ms; {statistics.median(python) / near:.2f}x the compiled"
+        )
+    else:
+        lines.append("  (the compiled probe and rule are not built: numpy only above)")
     lines += [
         f"  unbounded (every candidate confirmed): median "
         f"{statistics.median(unbounded) * 1e3:.1f} ms over {len(unbounded)} probes; ratio "
@@ -118,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     for shared in args.shared:
         lines += run(shared, args.others, args.repeat, args.k)
-        print("\n".join(lines[-5:]), flush=True)
+        print("\n".join(lines[-6:]), flush=True)
     with open(RESULTS, "w", encoding="utf-8") as out:
         out.write("command: python -m bench.bench_probe " + " ".join(argv or sys.argv[1:]) + "\n")
         out.write("\n".join(lines) + "\n")

@@ -546,21 +546,23 @@ def check_query_keys(index, fps, keys, q, k):
     assert same == sum(m.distance == 0 for m in want)
 
 
-@settings(HYPOTHESIS, suppress_health_check=[HealthCheck.too_slow,
-                                              HealthCheck.function_scoped_fixture])
-@given(scenarios(), st.integers(0, 120), st.data())
-def test_probes_of_levels_buffer_and_merges_stay_exact(tiny_merge_steps, scenario, copies, data):
-    """Several levels (a bulk one, flushed ones, one being merged), a buffer,
-    removed rows and a crowded fingerprint: the one-gather probe of a level
-    (:attr:`_Level.windows`) and the table-by-table one find the same entries."""
+def grown(scenario, copies, data, check):
+    """An index grown the hard way: several levels (a bulk one, flushed ones,
+    one being merged), a buffer, removed rows and a crowded fingerprint (many
+    entries of one: a bucket far above the mean). ``check(index, fps, keys,
+    q, k)`` runs now and then as it grows, and on probes of the end result."""
     k, layout, compress, _, fps, keys, split, rng = scenario
-    if len(fps):  # many entries of one fingerprint: a bucket far above the mean
+    if len(fps):
         fps = np.concatenate([fps, np.full(copies, fps[0], np.uint64)])
         keys = np.concatenate([keys, np.arange(copies, dtype=np.uint64) + np.uint64(1)])
         split = min(split + copies, len(fps))
     index = SimhashIndex(k=k, layout=layout, compress=compress, buffer_size=5)
     index.add_many(fps[:split], keys[:split])
     live = dict(zip(keys[:split].tolist(), fps[:split].tolist()))
+
+    def arrays():
+        return np.array(list(live.values()), np.uint64), np.array(list(live.keys()), np.uint64)
+
     for fp, key in zip(fps[split:].tolist(), keys[split:].tolist()):
         index.add(fp, key)
         live[key] = fp
@@ -569,15 +571,24 @@ def test_probes_of_levels_buffer_and_merges_stay_exact(tiny_merge_steps, scenari
             assert index.remove(gone)
             del live[gone]
         if data.draw(st.integers(0, 3)) == 0:
-            a = np.array(list(live.values()), np.uint64)
-            b = np.array(list(live.keys()), np.uint64)
-            q = fp ^ (1 << data.draw(st.integers(0, 63)))
-            check_query_keys(index, a, b, q, k)
-            assert index.query(fp) == sort_matches(brute_query(a, b, fp, k))
-    a = np.array(list(live.values()), np.uint64)
-    b = np.array(list(live.keys()), np.uint64)
+            check(index, *arrays(), fp ^ (1 << data.draw(st.integers(0, 63))), k)
+            check(index, *arrays(), fp, k)
+    a, b = arrays()
     for q in probes(rng, a, k).tolist() if len(a) else []:
-        check_query_keys(index, a, b, q, k)
+        check(index, a, b, q, k)
+
+
+@settings(HYPOTHESIS, suppress_health_check=[HealthCheck.too_slow,
+                                              HealthCheck.function_scoped_fixture])
+@given(scenarios(), st.integers(0, 120), st.data())
+def test_probes_of_levels_buffer_and_merges_stay_exact(tiny_merge_steps, scenario, copies, data):
+    """The one-gather probe of a level (:attr:`_Level.windows`) and the
+    table-by-table one find the same entries as brute force."""
+    def check(index, fps, keys, q, k):
+        check_query_keys(index, fps, keys, q, k)
+        assert index.query(q) == sort_matches(brute_query(fps, keys, q, k))
+
+    grown(scenario, copies, data, check)
 
 
 def test_a_crowded_level_is_probed_table_by_table():
@@ -594,3 +605,97 @@ def test_a_crowded_level_is_probed_table_by_table():
     assert spread._levels[0].windows is not None
     for q in [0x0123456789ABCDEF ^ 5, *fps[:50].tolist(), *(fps[:50] ^ np.uint64(3)).tolist()]:
         check_query_keys(index, fps, np.arange(len(fps), dtype=np.uint64), q, 3)
+
+
+# -- the compiled probe (scrapy_simhash/index/_probe.pyx) -------------------------------------
+
+from scrapy_simhash.index import tables as index_tables  # noqa: E402
+
+COMPILED_PROBE = index_tables._probe
+needs_compiled_probe = pytest.mark.skipif(
+    COMPILED_PROBE is None, reason="scrapy_simhash.index._probe is not built (pure-Python install)")
+
+
+def near_both_ways(index, q):
+    """``_near`` compiled and in numpy, each as a set."""
+    compiled = index._near(q)
+    index_tables._probe = None
+    try:
+        numpy = index._near(q)
+    finally:
+        index_tables._probe = COMPILED_PROBE
+    return (set() if compiled is None else set(compiled.tolist()),
+            set() if numpy is None else set(numpy.tolist()))
+
+
+def stored_within(index, q, k):
+    """Brute force over every fingerprint the levels and the buffer hold
+    (removed rows too: ``_near`` leaves them to the key lookups)."""
+    stored = np.concatenate([lv.fps for lv in index._levels] + [index._buf_fps[:index._nbuf]])
+    return set(stored[np.bitwise_count(stored ^ np.uint64(q)) <= k].tolist())
+
+
+@needs_compiled_probe
+@settings(HYPOTHESIS, suppress_health_check=[HealthCheck.too_slow,
+                                              HealthCheck.function_scoped_fixture])
+@given(scenarios(), st.integers(0, 60), st.data())
+def test_compiled_probe_finds_what_the_numpy_probe_finds(tiny_merge_steps, scenario, copies,
+                                                         data):
+    """The compiled probe, the numpy one and brute force find the same
+    fingerprints (compressed tables too); ``query_keys`` through the numpy
+    probe stays exact (the suite's other tests run the compiled one)."""
+    def check(index, fps, keys, q, k):
+        compiled, numpy = near_both_ways(index, q)
+        assert compiled == numpy == stored_within(index, q, k)
+        index_tables._probe = None
+        try:
+            check_query_keys(index, fps, keys, q, k)
+        finally:
+            index_tables._probe = COMPILED_PROBE
+
+    grown(scenario, copies, data, check)
+
+
+@needs_compiled_probe
+@pytest.mark.parametrize("compress", [False, True])
+def test_compiled_probe_reads_wide_directories_and_rows(compress):
+    """Levels past 2**31 entries have 8-byte directories, past 2**32 8-byte
+    row ids: too big to build here, so a level's arrays are widened by hand
+    and probed through the same scan."""
+    from array import array
+
+    rng = np.random.default_rng(7)
+    fps = planted(rng, 3000, 3, 30)
+    index = SimhashIndex(k=3, layout="16,16,16,16", compress=compress)
+    index.add_many(fps, np.arange(len(fps), dtype=np.uint64))
+    level = index._levels[0]
+    wide_dirs = [array("q", d.tolist()) for d in level.dirs]
+    wide_tables = [t if direct else t.astype(np.uint64)
+                   for t, direct in zip(level.tables, index._direct)]
+    assert compress == any(t.dtype == np.uint32 for t in level.tables)
+    narrow = COMPILED_PROBE.LevelScan(level.fps, level.tables, level.dirs, index._direct,
+                                      int(level.lead_shift))
+    wide = COMPILED_PROBE.LevelScan(level.fps, wide_tables, wide_dirs, index._direct,
+                                    int(level.lead_shift))
+    prober = COMPILED_PROBE.Prober(index._lead_all)
+    none = np.empty(0, np.uint64)
+    for q in probes(rng, fps, 3).tolist():
+        want = stored_within(index, q, 3)
+        for scan in (narrow, wide):
+            got = prober.near(q, 3, [scan], none)
+            assert (set() if got is None else set(got.tolist())) == want
+
+
+@needs_compiled_probe
+def test_compiled_probe_refuses_arrays_it_cannot_read():
+    index = SimhashIndex(k=3, layout="16,16,16,16")
+    index.add_many(np.arange(3000, dtype=np.uint64), np.arange(3000, dtype=np.uint64))
+    level = index._levels[0]
+    with pytest.raises(ValueError, match="uint64"):
+        COMPILED_PROBE.LevelScan(level.fps.astype(np.int64), level.tables, level.dirs,
+                                 index._direct, int(level.lead_shift))
+    with pytest.raises(ValueError, match="one directory"):
+        COMPILED_PROBE.LevelScan(level.fps, level.tables, level.dirs[:1], index._direct,
+                                 int(level.lead_shift))
+    with pytest.raises(ValueError, match="shape"):
+        COMPILED_PROBE.Prober(np.zeros((8, 255, 4), np.uint32))

@@ -10,6 +10,9 @@ candidates each probe confirmed (``MemoryBackend.last_candidates``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -29,8 +32,32 @@ from scrapy_simhash.fingerprinting.signature import (
     sketch_keys,
 )
 
+import scrapy_simhash.fingerprinting.signature as SG  # noqa: E402
+
 SHARED = 0x0123456789ABCDEF
 PAGES = 3000
+#: The rule's implementations for one sketch against others: numpy, and the
+#: compiled twin (fingerprinting/_confirm.pyx) where the package was built with it.
+COMPILED_RULE = SG._confirm
+RULES = ("numpy", "compiled") if COMPILED_RULE is not None else ("numpy",)
+
+
+@contextlib.contextmanager
+def rule(way: str):
+    """``confirms_many`` with only numpy (``"numpy"``) or the compiled twin too."""
+    SG._confirm = COMPILED_RULE if way == "compiled" else None
+    try:
+        yield
+    finally:
+        SG._confirm = COMPILED_RULE
+
+
+def test_the_compiled_rule_is_built():
+    """CI builds the compiled modules (``make test`` imports them first);
+    without it every probe would pay ~25 numpy calls, silently."""
+    if not os.environ.get("CI"):
+        pytest.skip("only where the package is known to be built (CI=true)")
+    assert COMPILED_RULE is not None
 
 
 def distinct_sketches(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -202,12 +229,17 @@ def sketch_rows(draw):
 @settings(max_examples=400, deadline=None)
 @given(sketch_rows())
 def test_confirms_many_is_the_rule_one_row_against_many(drawn):
+    """Both implementations, both orders, one against many and pair by pair."""
     probe, rows = drawn
     many = np.frombuffer(b"".join(rows), np.uint8).reshape(-1, SKETCH_BINS)
     one = np.frombuffer(probe, np.uint8)
     expected = [_reference(row, probe) for row in rows]
-    assert confirms_many(many, one).tolist() == expected
-    assert confirms_many(one, many).tolist() == [_reference(probe, row) for row in rows]
+    for way in RULES:
+        with rule(way):
+            assert confirms_many(many, one).tolist() == expected
+            assert confirms_many(one, many).tolist() == [_reference(probe, row) for row in rows]
+            for row, verdict in zip(many, expected):
+                assert confirms_many(row, one).tolist() == [verdict]
     pairs = np.broadcast_to(one, many.shape)
     assert confirms_many(many, pairs).tolist() == expected
     for row in rows:
@@ -265,8 +297,11 @@ def test_confirms_many_thresholds(own_same, main_same, trusted, rare_same, expec
 def _check(a: bytes, b: bytes, expected: bool) -> None:
     assert _reference(a, b) is expected
     x, y = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
-    assert confirms_many(x, y).tolist() == [expected]
-    assert confirms(a, b) is expected
+    for way in RULES:
+        with rule(way):
+            assert confirms_many(x, y).tolist() == [expected]
+            assert confirms_many(np.stack([y, x, y]), x).tolist() == [expected, True, expected]
+            assert confirms(a, b) is expected
 
 
 def test_keys_at_is_the_exact_part_of_a_query():

@@ -60,6 +60,7 @@ alone. :func:`is_duplicate` is the decision; every backend and tool calls
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -498,6 +499,20 @@ _ONE, _SCALE = np.uint16(1), np.uint16(64)
 _CONFIRM, _GUARD = np.uint16(CONFIRM), np.uint16(GUARD)
 _NEAR = np.uint16(NEAR)
 
+try:  # the same rule compiled, for a probe's candidates (_confirm.pyx), when built
+    import scrapy_simhash.fingerprinting._confirm as _confirm
+except ImportError:  # pure-Python install: numpy alone, the same verdicts
+    _confirm = None
+if sys.byteorder != "little":  # it reads the keys as native words
+    _confirm = None
+if _confirm is not None:
+    _confirm.configure(
+        bins=SKETCH_BINS, own_bins=OWN_BINS, tail=_TAIL, main=64, confirm=CONFIRM,
+        guard=GUARD, near=NEAR, own_key=tuple(map(int, _OWN_KEY)),
+        page_key=tuple(map(int, _PAGE_KEY)), own_words=int(_OWN_WORDS),
+        page_words=int(_PAGE_WORDS), both=int(_BOTH), both_trusted=int(_BOTH_TRUSTED),
+        repeated=int(_REPEATED))
+
 
 def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`confirms` for many pairs at once: ``a`` and ``b`` are ``(n,
@@ -507,6 +522,9 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     candidates and each call's overhead is most of its cost."""
     a = np.ascontiguousarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
     b = np.ascontiguousarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
+    if _confirm is not None and (len(a) == 1 or len(b) == 1):  # one against one or many
+        # the rule is symmetric in its two pages (tests/test_signature.py)
+        return _confirm.confirm_rows(a, b[0]) if len(b) == 1 else _confirm.confirm_rows(b, a[0])
     words_a, words_b = a.view("<u8"), b.view("<u8")
     d6 = np.bitwise_xor(words_a[:, 6], words_b[:, 6])
     d7 = np.bitwise_xor(words_a[:, 7], words_b[:, 7])

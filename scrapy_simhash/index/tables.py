@@ -50,6 +50,11 @@ import scrapy_simhash.index.snapshot as snapshot
 from scrapy_simhash.index.layout import F, TableLayout
 from scrapy_simhash.index.store import RecordLog
 
+try:  # the compiled probe, when the package was built with it
+    import scrapy_simhash.index._probe as _probe
+except ImportError:  # pure-Python install: the numpy probe, the same results
+    _probe = None
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["BatchMatches", "Match", "SimhashIndex"]
@@ -109,12 +114,13 @@ class _Level:
     mean (many copies of one fingerprint), probes slice table by table."""
 
     __slots__ = ("fps", "keys", "tables", "dirs", "shift", "dead", "block", "windows",
-                 "starts", "rowstart", "lead_shift")
+                 "starts", "rowstart", "lead_shift", "scan")
 
     def __init__(self, fps, keys, tables, dirs, shift, block=None):
         self.fps, self.keys, self.tables, self.dirs, self.shift = fps, keys, tables, dirs, shift
         self.dead: set[int] = set()
         self.block = block
+        self.scan = None  # its _probe.LevelScan, made on its first compiled probe
         d = F - shift
         self.lead_shift = np.uint32(_LEAD_BITS - d)
         self.windows = self.starts = None
@@ -475,7 +481,9 @@ class SimhashIndex:
         # the block moves that fill each table's leading p bits: enough for the
         # directory lookup of a probe (d <= p)
         self._pmin = min(t.p for t in layout.tables)
-        self._lead_luts = self._lead_tables()
+        self._lead_all = self._lead_tables()
+        self._lead_luts = self._lead_rows(self._lead_all)
+        self._prober = None  # the compiled probe (_probe.Prober), made on first use
         self._identity = [t.segments == ((0, F, 0),) for t in layout.tables]
         # direct tables hold fingerprints in permuted order; the others master rows
         self._direct = [ident or not self.compress for ident in self._identity]
@@ -697,23 +705,28 @@ class SimhashIndex:
 
     # -- queries -----------------------------------------------------------------
 
-    def _lead_tables(self) -> list[tuple[int, list[int]]]:
-        """For each byte of a fingerprint that reaches a table's leading bits:
-        its shift and, for each of its 256 values, one Python int holding in
-        32-bit field ``t`` the leading ``_LEAD_BITS`` bits it gives table
-        ``t``'s permuted value (a permutation moves bits, so the bytes' fields
-        OR together into the query's)."""
+    def _lead_tables(self) -> np.ndarray:
+        """The leading ``_LEAD_BITS`` bits each byte of a fingerprint gives
+        each table's permuted value (``uint32`` of shape (8, 256, tables):
+        byte, its value, table). A permutation moves bits, so a query's leading
+        bits in a table are the OR of its eight bytes' entries."""
         bits = min(self._pmin, _LEAD_BITS)
         values = np.arange(256, dtype=np.uint64)
-        out = []
-        for at in range(0, F, 8):
-            fields = np.empty((256, len(self._tables)), dtype="<u4")
+        lead = np.empty((F // 8, 256, len(self._tables)), dtype=np.uint32)
+        for byte in range(F // 8):
             for t, table in enumerate(self._tables):
-                lead = table.permute_many(values << _U64(at)) >> _U64(F - bits)
-                fields[:, t] = lead << _U64(_LEAD_BITS - bits)
-            if fields.any():
-                out.append((at, [int.from_bytes(row.tobytes(), "little") for row in fields]))
-        return out
+                field = table.permute_many(values << _U64(8 * byte)) >> _U64(F - bits)
+                lead[byte, :, t] = field << _U64(_LEAD_BITS - bits)
+        return lead
+
+    @staticmethod
+    def _lead_rows(lead: np.ndarray) -> list[tuple[int, list[int]]]:
+        """:meth:`_lead_tables` for :meth:`_lead`: for each byte that reaches a
+        leading bit, its shift and, for each of its 256 values, one Python
+        int holding in 32-bit field ``t`` what it gives table ``t``."""
+        return [(8 * byte, [int.from_bytes(row.astype("<u4").tobytes(), "little")
+                            for row in lead[byte]])
+                for byte in range(len(lead)) if lead[byte].any()]
 
     def _lead(self, q: int) -> np.ndarray:
         """The leading ``_LEAD_BITS`` bits of ``q`` permuted by every table
@@ -725,6 +738,16 @@ class SimhashIndex:
 
     def _near(self, q: int) -> np.ndarray | None:
         """The stored fingerprints within k bits of ``q`` (with repeats), or None."""
+        if _probe is not None:  # the same loop in C (scrapy_simhash/index/_probe.pyx)
+            if self._prober is None:
+                self._prober = _probe.Prober(self._lead_all)
+            scans = []
+            for level in self._levels:
+                if level.scan is None:
+                    level.scan = _probe.LevelScan(level.fps, level.tables, level.dirs,
+                                                  self._direct, int(level.lead_shift))
+                scans.append(level.scan)
+            return self._prober.near(q, self.k, scans, self._buf_fps[:self._nbuf])
         lead = self._lead(q)
         parts = []
         for level in self._levels:
