@@ -699,3 +699,21 @@ def test_compiled_probe_refuses_arrays_it_cannot_read():
                                  int(level.lead_shift))
     with pytest.raises(ValueError, match="shape"):
         COMPILED_PROBE.Prober(np.zeros((8, 255, 4), np.uint32))
+
+
+def test_a_queried_index_still_copies():
+    """The compiled probe's objects (kept on the index once it is queried)
+    copy by their arguments: ``copy.deepcopy`` of an index works before and
+    after a query and answers the same."""
+    import copy
+
+    rng = np.random.default_rng(3)
+    fps = planted(rng, 3000, 3, 40)
+    index = SimhashIndex(k=3, layout="16,16,16,16")
+    index.add_many(fps, np.arange(len(fps), dtype=np.uint64))
+    index.add(int(fps[0]) ^ 1, 99_999)
+    before = copy.deepcopy(index).query(int(fps[1]))
+    assert index.query(int(fps[1])) == before
+    twin = copy.deepcopy(index)
+    for q in probes(rng, fps, 3).tolist():
+        assert twin.query(q) == index.query(q)

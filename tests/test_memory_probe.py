@@ -324,3 +324,16 @@ def test_keys_at_is_the_exact_part_of_a_query():
         assert len(index.keys_at(int(values[v]), 2)) == min(2, len(expected))
     assert sorted(index.keys_at(int(values[5]), 256).tolist()) == [305, 505, 605]
     assert index.keys_at(12345, 256).dtype == np.uint64 and not len(index.keys_at(12345, 256))
+
+
+@pytest.mark.skipif(COMPILED_RULE is None, reason="fingerprinting/_confirm.pyx is not built")
+def test_the_compiled_rule_refuses_a_layout_it_cannot_read():
+    """Its constants come from signature.py; a sketch layout whose regions
+    are not own bins, rare bins, 16 bytes of keys, main bins is refused."""
+    with pytest.raises(ValueError, match="regions"):
+        COMPILED_RULE.configure(bins=96, own_bins=40, tail=48, main=70, confirm=48, guard=20,
+                                near=64, own_key=(0, 0), page_key=(0, 0), own_words=0,
+                                page_words=0, both=0, both_trusted=0, repeated=0)
+    rows = np.zeros((2, SKETCH_BINS), np.uint8)
+    assert COMPILED_RULE.confirm_rows(rows, rows[0]).tolist() == \
+        confirms_many(rows, rows[0]).tolist()

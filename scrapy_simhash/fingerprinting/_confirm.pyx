@@ -28,14 +28,17 @@ def configure(*, int bins, int own_bins, int tail, int main, int confirm, int gu
     global _own_bins, _tail, _main, _bins, _confirm, _guard, _near
     global _own_key0, _own_key1, _page_key0, _page_key1
     global _own_words, _page_words, _both, _both_trusted, _repeated
-    if not 0 < own_bins < tail and tail + 16 == main and main < bins:
+    if not (0 < own_bins < tail and tail + 16 == main < bins):
         raise ValueError("a sketch's regions must be own bins, rare bins, 16 bytes of keys, main bins")
-    _bins, _own_bins, _tail, _main = bins, own_bins, tail, main
+    cdef uint64_t k0, k1, p0, p1
+    k0, k1 = own_key
+    p0, p1 = page_key
+    _bins, _tail, _main = bins, tail, main
     _confirm, _guard, _near = confirm, guard, near
-    _own_key0, _own_key1 = own_key
-    _page_key0, _page_key1 = page_key
+    _own_key0, _own_key1, _page_key0, _page_key1 = k0, k1, p0, p1
     _own_words, _page_words = own_words, page_words
     _both, _both_trusted, _repeated = both, both_trusted, repeated
+    _own_bins = own_bins  # last: confirm_rows refuses to run until it is set
 
 
 cdef inline uint64_t _word(const uint8_t* p) noexcept nogil:

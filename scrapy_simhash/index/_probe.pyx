@@ -8,11 +8,14 @@ microseconds whatever it reads (at a million stored pages, 36 tables and five
 levels, about 34 us of a 0.1 ms probe). Here the same loop runs in C over the
 same arrays, reading each bucket's entries and nothing else.
 
-It returns the same fingerprints as the numpy probe, as a multiset of what it
-reads (an entry once for each table whose bucket holds it), and
-``tests/test_index.py`` checks both against brute force. Nothing is copied:
-a :class:`LevelScan` holds pointers into a level's own arrays (and references
-that keep them alive); levels are immutable, so a scan is made once a level.
+It returns the same set of fingerprints as the numpy probe (with repeats: an
+entry once for each table whose bucket holds it; the numpy probe's windows
+read neighbouring entries too), and ``tests/test_index.py`` checks both
+against brute force. Nothing is copied: a :class:`LevelScan` holds pointers
+into a level's own arrays (and references, and buffer exports for the
+directories, that keep them alive and unresized); levels are immutable, so a
+scan is made once a level. Both classes pickle (by their arguments), so an
+index that holds them still copies and pickles as before.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -46,7 +49,8 @@ cdef uintptr_t _address(arr) except? 0:
 cdef class LevelScan:
     """One level's tables and directories as C pointers."""
 
-    cdef object _keep  # the arrays pointed into
+    cdef object _keep  # the arrays pointed into (the directories as memoryviews)
+    cdef object _args
     cdef int ntables
     cdef unsigned lead_shift
     cdef bint dir64
@@ -61,12 +65,14 @@ cdef class LevelScan:
             raise ValueError("a level needs one directory and one flag a table")
         self.ntables = n
         self.lead_shift = lead_shift
+        self._args = (fps, list(tables), list(dirs), list(direct), lead_shift)
         self.dirs = <const void**>PyMem_Malloc(n * sizeof(void*))
         self.tables = <const void**>PyMem_Malloc(n * sizeof(void*))
         self.kinds = <int*>PyMem_Malloc(n * sizeof(int))
         if not self.dirs or not self.tables or not self.kinds:
             raise MemoryError()
-        self._keep = (fps, list(tables), list(dirs))
+        # a memoryview of an array.array keeps it from being resized under the pointer
+        self._keep = (fps, list(tables), [memoryview(d) for d in dirs])
         if fps.dtype != np.uint64:
             raise ValueError(f"fingerprints must be uint64, got {fps.dtype}")
         self.fps = <const uint64_t*>_address(fps)
@@ -74,9 +80,15 @@ cdef class LevelScan:
         if not codes <= {"i", "q"} or len(codes) > 1:
             raise ValueError(f"directories must be all 'i' or all 'q' arrays, got {codes}")
         self.dir64 = codes == {"q"}
+        entries = 2 if lead_shift >= 32 else (1 << (32 - lead_shift)) + 1
         for t in range(n):
-            self.dirs[t] = <const void*>_address(dirs[t])
             table = tables[t]
+            offsets = dirs[t]  # (wraparound is off: no negative indexes here)
+            if len(offsets) != entries or offsets[0] != 0 or offsets[entries - 1] != len(table) \
+                    or len(table) != len(fps):
+                raise ValueError(f"table {t}: its directory does not fit it "
+                                 f"({len(dirs[t])} offsets for {entries}, {len(table)} entries)")
+            self.dirs[t] = <const void*>_address(dirs[t])
             self.tables[t] = <const void*>_address(table)
             if direct[t]:
                 if table.dtype != np.uint64:
@@ -94,6 +106,9 @@ cdef class LevelScan:
         PyMem_Free(self.tables)
         PyMem_Free(self.kinds)
 
+    def __reduce__(self):
+        return LevelScan, self._args
+
 
 cdef class Prober:
     """The probe of one index's layout: which leading permuted bits each byte
@@ -104,11 +119,13 @@ cdef class Prober:
     cdef uint32_t* lut
     cdef uint32_t* lead  # a probe's leading bits, one a table
     cdef int ntables
+    cdef object _lead
     cdef uint64_t* found
     cdef Py_ssize_t capacity
 
     def __cinit__(self, lead):
         lead = np.ascontiguousarray(lead, dtype=np.uint32)
+        self._lead = lead
         if lead.ndim != 3 or lead.shape[0] != 8 or lead.shape[1] != 256:
             raise ValueError(f"lead must have shape (8, 256, tables), got {lead.shape}")
         self.ntables = lead.shape[2]
@@ -124,6 +141,9 @@ cdef class Prober:
         PyMem_Free(self.lut)
         PyMem_Free(self.lead)
         PyMem_Free(self.found)
+
+    def __reduce__(self):
+        return Prober, (self._lead,)
 
     cdef int _keep(self, Py_ssize_t n, uint64_t value) except -1:
         cdef uint64_t* bigger
@@ -155,6 +175,8 @@ cdef class Prober:
             for t in range(self.ntables):
                 lead[t] |= entry[t]
         for scan in scans:
+            if scan is None:
+                raise TypeError("scans must be LevelScan objects, not None")
             if scan.ntables != self.ntables:
                 raise ValueError("a level of another layout")
             for t in range(self.ntables):
@@ -185,4 +207,10 @@ cdef class Prober:
         out = np.empty(n, dtype=np.uint64)
         view = out
         memcpy(&view[0], self.found, n * sizeof(uint64_t))
+        if self.capacity > 1 << 17:  # a rare wide probe: give its memory back
+            PyMem_Free(self.found)
+            self.capacity = 1024
+            self.found = <uint64_t*>PyMem_Malloc(self.capacity * sizeof(uint64_t))
+            if not self.found:
+                raise MemoryError()
         return out
