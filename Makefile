@@ -13,6 +13,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 QUIET_EDITABLE = PYTHONWARNINGS="ignore:Editable installation:UserWarning"
 # The package's sources: an installed (non-editable) copy is rebuilt when one changes.
 PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py' -o -name '*.pyx' -o -path '*/data/*' 2>/dev/null)
+# The optional compiled modules (setup.py): their sources, and the import that tells they were built.
+PYX_FILES := $(sort $(shell find scrapy_simhash -name '*.pyx' 2>/dev/null))
+empty :=
+space := $(empty) $(empty)
+comma := ,
+CHECK_COMPILED := -c "import $(subst $(space),$(comma)$(space),$(subst /,.,$(PYX_FILES:.pyx=)))"
 
 .PHONY: all venv test test-latest test-min demo docs compiler redis-server java corpus-debian corpus-public \
         bench bench-fingerprint bench-quality bench-index bench-middleware bench-redis bench-cli \
@@ -20,7 +26,7 @@ PACKAGE_FILES := pyproject.toml setup.py $(shell find scrapy_simhash -name '*.py
 
 all: test
 
-$(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx scrapy_simhash/fingerprinting/_tokens.pyx scrapy_simhash/fingerprinting/_confirm.pyx scrapy_simhash/index/_probe.pyx
+$(VENV)/.stamp: pyproject.toml setup.py $(PYX_FILES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[test,bench,redis,plot,warc,docs,spark]"
@@ -28,7 +34,7 @@ $(VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx 
 
 venv: $(VENV)/.stamp
 
-$(MIN_VENV)/.stamp: pyproject.toml setup.py scrapy_simhash/fingerprinting/_walk.pyx scrapy_simhash/fingerprinting/_tokens.pyx scrapy_simhash/fingerprinting/_confirm.pyx scrapy_simhash/index/_probe.pyx
+$(MIN_VENV)/.stamp: pyproject.toml setup.py $(PYX_FILES)
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(QUIET_EDITABLE) $(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" "$(MIN_SCRAPY)"
@@ -65,11 +71,11 @@ test: test-latest test-min
 
 # The compiled modules must have been built (else the suite would test only the Python code).
 test-latest: compiler venv redis-server java
-	$(PY) -c "import scrapy_simhash.fingerprinting._walk, scrapy_simhash.fingerprinting._tokens, scrapy_simhash.fingerprinting._confirm, scrapy_simhash.index._probe"
+	$(PY) $(CHECK_COMPILED)
 	$(PY) -m pytest tests
 
 test-min: compiler $(MIN_VENV)/.stamp redis-server
-	$(MIN_VENV)/bin/python -c "import scrapy_simhash.fingerprinting._walk, scrapy_simhash.fingerprinting._tokens, scrapy_simhash.fingerprinting._confirm, scrapy_simhash.index._probe"
+	$(MIN_VENV)/bin/python $(CHECK_COMPILED)
 	$(MIN_VENV)/bin/python -m pytest tests -m scrapy
 
 # The demo needs the runtime dependencies only: its own venv, the package installed as a
@@ -158,4 +164,4 @@ bench-crawl: venv
 	$(PY) -m bench.crawl_harness docs3/qt-5.15 docs2/postgresql-15 --pages 1200 --append
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) $(DOCS_VENV) docs/_build dist .cache .pytest_cache .hypothesis scrapy_simhash/fingerprinting/_walk.c scrapy_simhash/fingerprinting/_walk.html scrapy_simhash/fingerprinting/_walk.*.so scrapy_simhash/fingerprinting/_tokens.c scrapy_simhash/fingerprinting/_tokens.html scrapy_simhash/fingerprinting/_tokens.*.so scrapy_simhash/fingerprinting/_confirm.c scrapy_simhash/fingerprinting/_confirm.html scrapy_simhash/fingerprinting/_confirm.*.so scrapy_simhash/index/_probe.c scrapy_simhash/index/_probe.html scrapy_simhash/index/_probe.*.so build
+	rm -rf $(VENV) $(MIN_VENV) $(DEMO_VENV) $(DOCS_VENV) docs/_build dist .cache .pytest_cache .hypothesis $(PYX_FILES:.pyx=.c) $(PYX_FILES:.pyx=.html) $(PYX_FILES:.pyx=.*.so) build

@@ -6,7 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import contextlib
+
 from scrapy_simhash.index import BatchMatches, Match, SimhashIndex
+from scrapy_simhash.index import tables as index_tables
 from scrapy_simhash.index import TableLayout
 from scrapy_simhash.index import CorruptStateError, RecordLog
 
@@ -609,21 +612,26 @@ def test_a_crowded_level_is_probed_table_by_table():
 
 # -- the compiled probe (scrapy_simhash/index/_probe.pyx) -------------------------------------
 
-from scrapy_simhash.index import tables as index_tables  # noqa: E402
-
 COMPILED_PROBE = index_tables._probe
 needs_compiled_probe = pytest.mark.skipif(
     COMPILED_PROBE is None, reason="scrapy_simhash.index._probe is not built (pure-Python install)")
 
 
+@contextlib.contextmanager
+def numpy_probe():
+    """Queries through the numpy probe, as a pure-Python install runs them."""
+    index_tables._probe = None
+    try:
+        yield
+    finally:
+        index_tables._probe = COMPILED_PROBE
+
+
 def near_both_ways(index, q):
     """``_near`` compiled and in numpy, each as a set."""
     compiled = index._near(q)
-    index_tables._probe = None
-    try:
+    with numpy_probe():
         numpy = index._near(q)
-    finally:
-        index_tables._probe = COMPILED_PROBE
     return (set() if compiled is None else set(compiled.tolist()),
             set() if numpy is None else set(numpy.tolist()))
 
@@ -647,11 +655,8 @@ def test_compiled_probe_finds_what_the_numpy_probe_finds(tiny_merge_steps, scena
     def check(index, fps, keys, q, k):
         compiled, numpy = near_both_ways(index, q)
         assert compiled == numpy == stored_within(index, q, k)
-        index_tables._probe = None
-        try:
+        with numpy_probe():
             check_query_keys(index, fps, keys, q, k)
-        finally:
-            index_tables._probe = COMPILED_PROBE
 
     grown(scenario, copies, data, check)
 

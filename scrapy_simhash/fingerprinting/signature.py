@@ -523,7 +523,7 @@ def confirms_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.uint8).reshape(-1, SKETCH_BINS)
     b = np.ascontiguousarray(b, dtype=np.uint8).reshape(-1, SKETCH_BINS)
     if _confirm is not None and (len(a) == 1 or len(b) == 1):  # one against one or many
-        # the rule is symmetric in its two pages (tests/test_signature.py)
+        # the rule is symmetric in its two pages (tests/test_memory_probe.py)
         return _confirm.confirm_rows(a, b[0]) if len(b) == 1 else _confirm.confirm_rows(b, a[0])
     words_a, words_b = a.view("<u8"), b.view("<u8")
     d6 = np.bitwise_xor(words_a[:, 6], words_b[:, 6])
