@@ -585,7 +585,7 @@ def grown(scenario, copies, data, check):
                                               HealthCheck.function_scoped_fixture])
 @given(scenarios(), st.integers(0, 120), st.data())
 def test_probes_of_levels_buffer_and_merges_stay_exact(tiny_merge_steps, scenario, copies, data):
-    """The one-gather probe of a level (:attr:`_Level.windows`) and the
+    """The one-gather probe of a level (:meth:`_Level.gather`) and the
     table-by-table one find the same entries as brute force."""
     def check(index, fps, keys, q, k):
         check_query_keys(index, fps, keys, q, k)
@@ -602,10 +602,10 @@ def test_a_crowded_level_is_probed_table_by_table():
                           np.full(3000, 0x0123456789ABCDEF, np.uint64)])
     index = SimhashIndex(k=3, layout="16,16,16,16")
     index.add_many(fps, np.arange(len(fps), dtype=np.uint64))
-    assert index._levels[0].windows is None
+    assert index._levels[0].gather() is None
     spread = SimhashIndex(k=3, layout="16,16,16,16")
     spread.add_many(fps[:4000], np.arange(4000, dtype=np.uint64))
-    assert spread._levels[0].windows is not None
+    assert spread._levels[0].gather() is not None
     for q in [0x0123456789ABCDEF ^ 5, *fps[:50].tolist(), *(fps[:50] ^ np.uint64(3)).tolist()]:
         check_query_keys(index, fps, np.arange(len(fps), dtype=np.uint64), q, 3)
 
@@ -659,6 +659,27 @@ def test_compiled_probe_finds_what_the_numpy_probe_finds(tiny_merge_steps, scena
             check_query_keys(index, fps, keys, q, k)
 
     grown(scenario, copies, data, check)
+
+
+@needs_compiled_probe
+def test_the_numpy_gather_is_made_only_for_the_numpy_probe():
+    """The numpy probe's windows (4 bytes a bucket a table) are made on its
+    first probe of a level, and never by the compiled probe: memory_usage
+    counts them only once they are made."""
+    rng = np.random.default_rng(11)
+    fps = rng.integers(0, 2**64, 5000, dtype=np.uint64)
+    index = SimhashIndex(k=3, layout="16,16,16,16")
+    index.add_many(fps, np.arange(len(fps), dtype=np.uint64))
+    before = index.memory_usage()["directory_bytes"]
+    for q in fps[:20].tolist():
+        index.query(q)
+    assert index._levels[0]._gather is False
+    assert index.memory_usage()["directory_bytes"] == before
+    with numpy_probe():
+        found = [index.query(q) for q in fps[:20].tolist()]
+    assert index._levels[0]._gather is not False
+    assert index.memory_usage()["directory_bytes"] > before
+    assert found == [index.query(q) for q in fps[:20].tolist()]
 
 
 @needs_compiled_probe

@@ -104,39 +104,52 @@ class _Level:
     """Immutable sorted arrays of a batch of entries (plus dead rows).
 
     With uncompressed tables they lie back to back in ``block`` (table ``t``
-    at ``block[t * n:(t + 1) * n]``; the identity table is ``fps``), so a
-    probe reads every table's bucket with one gather: ``windows`` views the
-    block as rows of ``width`` (the largest bucket) consecutive entries and
-    ``starts`` holds each bucket's window (``rowstart[t] + bucket``), moved
-    back at the very end so it stays inside the block. A window may read
-    entries of neighbouring buckets, which are stored fingerprints too, so
-    matches are unchanged. Without a block, or with a bucket far above the
-    mean (many copies of one fingerprint), probes slice table by table."""
+    at ``block[t * n:(t + 1) * n]``; the identity table is ``fps``), so the
+    numpy probe reads every table's bucket with one gather (:meth:`gather`).
+    The compiled probe reads the buckets in place (``scan``, its
+    ``_probe.LevelScan``): neither is made before a probe needs it."""
 
-    __slots__ = ("fps", "keys", "tables", "dirs", "shift", "dead", "block", "windows",
-                 "starts", "rowstart", "lead_shift", "scan")
+    __slots__ = ("fps", "keys", "tables", "dirs", "shift", "dead", "block", "_gather",
+                 "rowstart", "lead_shift", "scan")
 
     def __init__(self, fps, keys, tables, dirs, shift, block=None):
         self.fps, self.keys, self.tables, self.dirs, self.shift = fps, keys, tables, dirs, shift
         self.dead: set[int] = set()
         self.block = block
         self.scan = None  # its _probe.LevelScan, made on its first compiled probe
+        self._gather = False  # (windows, starts) or None once made: False until then
         d = F - shift
         self.lead_shift = np.uint32(_LEAD_BITS - d)
-        self.windows = self.starts = None
         self.rowstart = np.arange(len(dirs), dtype=np.intp) << d
-        if block is None or not len(fps):
-            return
-        n = len(fps)
+
+    def gather(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(windows, starts)`` for the numpy probe's one gather, made on its
+        first call: ``windows`` views the block as rows of ``width`` (the
+        largest bucket) consecutive entries and ``starts`` holds each bucket's
+        window (``rowstart[t] + bucket``), moved back at the very end so it
+        stays inside the block. A window may read entries of neighbouring
+        buckets, which are stored fingerprints too, so matches are unchanged.
+        None without a block, or with a bucket far above the mean (many copies
+        of one fingerprint): probes then slice table by table. Never made on
+        an install with the compiled probe (4 bytes a bucket a table)."""
+        if self._gather is False:
+            self._gather = self._windows()
+        return self._gather
+
+    def _windows(self) -> tuple[np.ndarray, np.ndarray] | None:
+        block, dirs = self.block, self.dirs
+        if block is None or not len(self.fps):
+            return None
+        n, d = len(self.fps), F - self.shift
         offsets = np.stack([np.frombuffer(dr, dtype=dr.typecode) for dr in dirs])
         width = int(np.diff(offsets, axis=1).max())
         if width > 4 * (n >> d) + 32:  # a crowded bucket: a window a table would read it all
-            return
+            return None
         starts = offsets[:, :-1].astype(np.int64)
         starts += np.arange(len(dirs), dtype=np.int64)[:, None] * n
         np.minimum(starts, len(block) - width, out=starts)
-        self.starts = starts.ravel().astype(np.int32 if len(block) < 1 << 31 else np.intp)
-        self.windows = np.lib.stride_tricks.sliding_window_view(block, width)
+        starts = starts.ravel().astype(np.int32 if len(block) < 1 << 31 else np.intp)
+        return np.lib.stride_tricks.sliding_window_view(block, width), starts
 
     @property
     def alive(self) -> int:
@@ -752,8 +765,10 @@ class SimhashIndex:
         parts = []
         for level in self._levels:
             buckets = lead >> level.lead_shift
-            if level.windows is not None:  # every table's bucket in one gather
-                parts.append(level.windows[level.starts[buckets + level.rowstart]].ravel())
+            gather = level.gather()
+            if gather is not None:  # every table's bucket in one gather
+                windows, starts = gather
+                parts.append(windows[starts[buckets + level.rowstart]].ravel())
                 continue
             tables, direct = level.tables, self._direct
             for t, b in enumerate(buckets.tolist()):
@@ -1090,7 +1105,7 @@ class SimhashIndex:
         """Bytes held: tables, directories, master (fingerprints + keys), buffer."""
         tables = sum(t.nbytes for lv in self._levels for t in lv.tables if t is not lv.fps)
         dirs = sum(d.itemsize * len(d) for lv in self._levels for d in lv.dirs)
-        dirs += sum(lv.starts.nbytes for lv in self._levels if lv.starts is not None)
+        dirs += sum(lv._gather[1].nbytes for lv in self._levels if lv._gather)
         master = sum(lv.fps.nbytes + lv.keys.nbytes for lv in self._levels)
         buffer = self._buf_fps.nbytes + self._buf_keys.nbytes
         merge = self._merging.nbytes() if self._merging is not None else 0
