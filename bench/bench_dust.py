@@ -1,16 +1,17 @@
 """Fetches saved by URL rules on the generated DUST site, and distinct pages lost (none).
 
-Crawls ``tests/dust_site.py`` (DUST families: tracking parameters, printer
-views, mirrors, a host alias, session ids; traps: pagination, sort orders, ids,
-templated pages, a parameter relevant on one path only; a multilingual manual
-whose untranslated pages are copies beside translated ones, its mirror folder,
-section indexes, a cache-buster, multi-parameter tracking links) in-process, for each
-seed and scheduler order, with URL rules (``SIMHASH_RULES=apply``, the default)
-and without (``off``). Reported per crawl: fetches of DUST copies with and
-without rules and their ratio, fetches of the untranslated copies (which no safe
-rule covers: "mixed"), all fetches, requests skipped, wrong skips (a skipped URL
-whose group differs from the kept page named: a distinct page lost) and distinct
-pages never kept. Usage: ``python -m bench.bench_dust [--seeds 0 1 2] [--concurrency C]``.
+Crawls ``tests/dust_site.py`` (DUST families: tracking parameters, printer views,
+mirrors, a host alias, session ids; traps: pagination, sort orders, ids, templated
+pages, a parameter relevant on one path only; a multilingual manual whose
+untranslated pages are copies beside translated ones, its mirror folder, section
+indexes, a cache-buster, multi-parameter tracking links) in-process, for each seed
+and scheduler order, with URL rules applied (``SIMHASH_RULES=apply``; the default,
+``learn``, skips nothing) and without (``off``). Reported per crawl: fetches of DUST
+copies with and without rules and their ratio, fetches of the untranslated copies
+(which no safe rule covers: "mixed"), all fetches, requests skipped, wrong skips (a
+skipped URL whose group differs from the kept page named: a distinct page lost) and
+distinct pages never kept. Usage: ``python -m bench.bench_dust [--seeds 0 1 2]
+[--concurrency C]``.
 """
 
 from __future__ import annotations

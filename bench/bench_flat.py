@@ -1,17 +1,17 @@
 """Throughput with URL rules on a site whose copies share no URL pattern, rules on and off.
 
-Serves ``tests/dust_site.py``'s :class:`FlatSite` (20,000 pages under ``/p/<n>``,
-a third of them copies of another page under an unrelated number, 8 links a
-page) from its own process, and crawls it for ``--seconds`` (60) with the
-simhash spider middleware and ``UrlRulesMiddleware``, once with
-``SIMHASH_RULES=apply`` (the default) and once with ``off``, each crawl in a
-fresh Python process, one after the other in one run. Reported per crawl:
-responses, pages a second, duplicates dropped, rules built (candidates and
-active), the crawling process's CPU seconds, pages per CPU second and its peak
-RSS; then the ratios of pages crawled and of pages per CPU second with rules to
-without, medians over repeats (the order of the two crawls alternates). On a
-machine shared with other jobs the pages crawled follow the CPU share the
-crawl gets; pages per CPU second do not. Usage:
+Serves ``tests/dust_site.py``'s :class:`FlatSite` (20,000 pages under
+``/p/<n>``, a third of them copies of another page under an unrelated number, 8
+links a page) from its own process, and crawls it for ``--seconds`` (60) with
+the simhash spider middleware and ``UrlRulesMiddleware``, once with
+``SIMHASH_RULES=apply`` (opted in; the default, ``learn``, skips nothing) and
+once with ``off``, each crawl in a fresh Python process, one after the other in
+one run. Reported per crawl: responses, pages a second, duplicates dropped,
+rules built (candidates and active), the crawling process's CPU seconds, pages
+per CPU second and its peak RSS; then the ratios of pages crawled and of pages
+per CPU second with rules to without, medians over repeats (the order of the
+two crawls alternates). On a machine shared with other jobs the pages crawled
+follow the CPU share the crawl gets; pages per CPU second do not. Usage:
 ``python -m bench.bench_flat [--seconds 60] [--pages 20000] [--repeats 1]``.
 """
 

@@ -25,7 +25,11 @@
 # Free Pascal's FCL reference (fpdoc: 4,694 pages, a quarter under 20 words), R's manuals
 # (Texinfo) and Doxygen's own manual on 2026-11-28 09:28-09:40 UTC, after version 8 was
 # measured, and nothing tuned since (libssl-doc, libcurl4-doc and ruby3.1-doc were picked
-# too: they hold no HTML).
+# too: they hold no HTML); gnuplot's manual (LaTeX2HTML), jQuery UI's demos (a few words
+# a page), Apache httpd's manual (eleven languages, untranslated pages copies of the English),
+# Groovy's GDK API (groovydoc, frames), JUnit 4's API (javadoc 11, source pages) and the
+# Debian Administrator's Handbook (Publican) on 2026-11-28 16:30 UTC, with nothing tuned
+# since version 8 was measured.
 # PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
@@ -41,7 +45,8 @@ PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-d
           libxml2-doc libcairo2-doc nodejs-doc
           libcommons-io-java-doc ant-doc libbcel-java-doc libcal3d-doc
           vim-doc octave-doc python-werkzeug-doc libsfml-doc fp-docs-3.2.2 r-doc-html
-          python-sqlalchemy-doc doxygen-doc)
+          python-sqlalchemy-doc doxygen-doc
+          gnuplot-doc libjs-jquery-ui-docs apache2-doc groovy-doc junit4-doc debian-handbook)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -90,6 +95,12 @@ FCL=$H/fp-docs-3.2.2/usr/share/doc/fp-docs/3.2.2/fcl
 R_MANUALS=$H/r-doc-html/usr/share/R/doc/manual
 SQLALCHEMY=$H/python-sqlalchemy-doc/usr/share/doc/python-sqlalchemy-doc/html
 DOXYGEN_MANUAL=$H/doxygen-doc/usr/share/doc/doxygen/html
+GNUPLOT=$H/gnuplot-doc/usr/share/doc/gnuplot/htmldocs
+JQUERY_UI=$H/libjs-jquery-ui-docs/usr/share/doc/libjs-jquery-ui-docs/examples
+APACHE=$H/apache2-doc/usr/share/doc/apache2-doc/manual
+GROOVY=$H/groovy-doc/usr/share/doc/groovy/gapi
+JUNIT=$H/junit4-doc/usr/share/doc/junit4/api
+HANDBOOK=$H/debian-handbook/usr/share/doc/debian-handbook/html
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -105,6 +116,9 @@ VIM2HTML="//pre"  # each page one <pre>
 # Texinfo: the node's section less its Next/Prev/Up header, its footnotes; a redirect stub's body
 TEXINFO="//body/div[@id]/*[not(@class='header')]|//body/div[@class='footnote']|//body[not(div[@id])]"
 FPDOC="//body/*[not(@class='bar')]"
+# LaTeX2HTML and jQuery UI's demos: the text lies in the body itself (navigation panels included)
+GROOVYDOC="//div[@class='header']|//div[@class='contentContainer']"
+PUBLICAN="//body/div[not(@id='banner')]"
 
 # each site whole, then OpenJDK's four largest modules alone (a crawl starting there)
 SITES=(
@@ -122,6 +136,8 @@ SITES=(
     "$VIM" "$VIM2HTML" "$OCTAVE" "$TEXINFO" "$WERKZEUG" "$SPHINX_MAIN" "$SFML" "$DOXYGEN"
     "$FCL" "$FPDOC" "$R_MANUALS" //body "$SQLALCHEMY" "//div[@id='docs-body']"
     "$DOXYGEN_MANUAL" "//div[@class='headertitle']|//div[@class='contents']"
+    "$GNUPLOT" //body "$JQUERY_UI" //body "$APACHE" "//div[@id='page-content']"
+    "$GROOVY" "$GROOVYDOC" "$JUNIT" //main "$HANDBOOK/en-US" "$PUBLICAN"
     "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main
     "$JDK/java.management" //main
 )
@@ -186,6 +202,12 @@ crawl)
     crawl "$R_MANUALS" --xpath //body --start R-intro.html
     crawl "$SQLALCHEMY" --xpath "//div[@id='docs-body']"
     crawl "$DOXYGEN_MANUAL" --xpath "//div[@class='headertitle']|//div[@class='contents']" --start pages.html
+    crawl "$GNUPLOT" --xpath //body
+    crawl "$JQUERY_UI" --xpath //body
+    crawl "$APACHE" --xpath "//div[@id='page-content']" --pages 1200 --start en/index.html
+    crawl "$GROOVY" --xpath "$GROOVYDOC" --pages 1200
+    crawl "$JUNIT" --xpath //main
+    crawl "$HANDBOOK/en-US" --xpath "$PUBLICAN"
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl|wrong" >&2

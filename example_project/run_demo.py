@@ -20,10 +20,11 @@ once (a near copy of one of the site's first two pages, signed before its templa
 was known, may be kept once more: at most two such), every other page kept exactly
 once, no drop naming a page of another group.
 
-The crawl learns URL rules from the drops it confirms (``SIMHASH_RULES``, on by
-default) and skips, before download, the requests a rule maps to a page already
-kept. The site is then crawled again with ``SIMHASH_RULES=off``, and one table
-shows the pages fetched with and without rules, followed by the rules learned.
+The crawl learns URL rules from the drops it confirms and skips, before download,
+the requests a rule maps to a page already kept (``SIMHASH_RULES = "apply"``, which
+the demo's settings opt in to; the default, ``"learn"``, only counts them). The site
+is then crawled again with ``SIMHASH_RULES=off``, and one table shows the pages
+fetched with and without rules, followed by the rules learned.
 """
 
 from __future__ import annotations

@@ -3,8 +3,12 @@
 The spider middleware confirms near-duplicates after download; this component
 learns, from those confirmed drops (``simhash_duplicate``) and the pages kept
 (``simhash_kept``), which URL differences never change the page on a site
-(:mod:`scrapy_simhash.rules`), and skips a request before it is downloaded when
-an active rule maps it to a page already fetched and kept.
+(:mod:`scrapy_simhash.rules`), and, with ``SIMHASH_RULES = "apply"``, skips a
+request before it is downloaded when an active rule maps it to a page already
+fetched and kept. By default (``"learn"``) it only counts such requests: a skipped
+request is never fetched, so no content confirms the skip, and a family of URLs
+that is nearly always copies (untranslated pages in a language folder) passes any
+statistical bound; a skip is a bet, a drop by content is not.
 
 It runs in ``process_request`` rather than in the scheduler's dupefilter: a
 request is checked when it is about to be downloaded, with the rules learned by

@@ -135,9 +135,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "names the kept page as xxh3:<hex>).",
     ),
     SettingSpec(
-        "SIMHASH_RULES", "apply",
-        "URL rules learned from confirmed drops: apply (skip matching requests before "
-        "download), learn (a dry run: count what would be skipped) or off.",
+        "SIMHASH_RULES", "learn",
+        "URL rules learned from confirmed drops: learn (a dry run: count what would be "
+        "skipped), apply (skip matching requests before download: a page a rule maps wrongly "
+        "is never fetched, so this can lose distinct pages) or off.",
     ),
     SettingSpec(
         "SIMHASH_RULES_MIN_SUPPORT", 3,

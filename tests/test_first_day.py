@@ -158,7 +158,8 @@ async def test_the_dry_run_says_it_skips_nothing(site, caplog):
     caplog.set_level(logging.INFO)
     serve_print_site(site)
     crawler = await crawl(LinkSpider, {**ADDON, "SIMHASH_ACTION": "log",
-                                       "SIMHASH_RULES_MIN_SUPPORT": 2}, base=site.base)
+                                       "SIMHASH_RULES": "apply", "SIMHASH_RULES_MIN_SUPPORT": 2},
+                          base=site.base)
     lines = [r.getMessage() for r in caplog.records
              if r.name == "scrapy_simhash.downloadermiddleware"]
     assert lines[0].startswith("URL rules (SIMHASH_RULES=apply, but SIMHASH_ACTION=log is a "
@@ -175,6 +176,24 @@ async def test_the_dry_run_says_it_skips_nothing(site, caplog):
                           "been skipped (none was)")
     rejected = stats.get_value("simhash/rules_rejected_count", 0)
     assert f"{rejected} rejected candidate" in close
+
+
+@deferred_f_from_coro_f
+async def test_the_add_on_skips_no_request_by_default(site, caplog):
+    """URL rules are learned and counted at the defaults, never applied: a request a
+    rule maps wrongly (a translated page in a language folder of untranslated copies)
+    would never be fetched. The start line says so."""
+    caplog.set_level(logging.INFO)
+    serve_print_site(site)
+    crawler = await crawl(LinkSpider, {**ADDON, "SIMHASH_RULES_MIN_SUPPORT": 2}, base=site.base)
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "scrapy_simhash.downloadermiddleware"]
+    assert lines[0].startswith("URL rules (SIMHASH_RULES=learn: learned and counted, no "
+                               "request skipped)")
+    stats = crawler.stats
+    assert stats.get_value("simhash/requests_skipped_count") is None
+    assert stats.get_value("simhash/requests_skippable_count")
+    assert stats.get_value("simhash/rules_active") >= 1
 
 
 # -- 5. Redis chosen without redis-py ------------------------------------------------------

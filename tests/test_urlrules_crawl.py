@@ -27,6 +27,7 @@ pytestmark = pytest.mark.scrapy
 RULES = {
     "SPIDER_MIDDLEWARES": {"scrapy_simhash.SimhashMiddleware": 100},
     "DOWNLOADER_MIDDLEWARES": {"scrapy_simhash.UrlRulesMiddleware": 80},
+    "SIMHASH_RULES": "apply",  # opted in: what applying the rules does
     "LOG_LEVEL": "INFO",
 }
 ORDERS = {
@@ -387,7 +388,8 @@ def _checked_rule() -> tuple:
     from scrapy_simhash.downloadermiddleware import UrlRulesMiddleware
     from tests.test_urlrules import H, feed_sessions
 
-    crawler = get_crawler(scrapy.Spider, {"SIMHASH_RULES_VERIFY_FIRST": 1,
+    crawler = get_crawler(scrapy.Spider, {"SIMHASH_RULES": "apply",
+                                          "SIMHASH_RULES_VERIFY_FIRST": 1,
                                           "SIMHASH_RULES_VERIFY_SHARE": 0})
     mw = UrlRulesMiddleware.from_crawler(crawler)
     feed_sessions(mw.book, range(1, 4))

@@ -10,6 +10,10 @@ NEWSPIDER_MODULE = "demo.spiders"
 
 # All a user writes to switch the plugin on; SIMHASH_* settings tune it.
 ADDONS = {"scrapy_simhash.Addon": 0}
+# The demo opts in to URL rules skipping requests before download, to show them (its site
+# has no family of URLs that is mostly copies and sometimes distinct). The default,
+# "learn", only counts what they would skip: a page a rule maps wrongly is never fetched.
+SIMHASH_RULES = "apply"
 
 ROBOTSTXT_OBEY = True
 USER_AGENT = "scrapy-simhash-demo (+https://github.com/scrapy-plugins)"
