@@ -28,7 +28,7 @@
 # too: they hold no HTML); gnuplot's manual (LaTeX2HTML), jQuery UI's demos (a few words
 # a page), Apache httpd's manual (eleven languages, untranslated pages copies of the English),
 # Groovy's GDK API (groovydoc, frames), JUnit 4's API (javadoc 11, source pages) and the
-# Debian Administrator's Handbook (Publican) on 2026-11-28 16:30 UTC, with nothing tuned
+# Debian Administrator's Handbook (Publican) on 2026-11-28 16:29 UTC, with nothing tuned
 # since version 8 was measured.
 # PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
@@ -116,7 +116,6 @@ VIM2HTML="//pre"  # each page one <pre>
 # Texinfo: the node's section less its Next/Prev/Up header, its footnotes; a redirect stub's body
 TEXINFO="//body/div[@id]/*[not(@class='header')]|//body/div[@class='footnote']|//body[not(div[@id])]"
 FPDOC="//body/*[not(@class='bar')]"
-# LaTeX2HTML and jQuery UI's demos: the text lies in the body itself (navigation panels included)
 GROOVYDOC="//div[@class='header']|//div[@class='contentContainer']"
 PUBLICAN="//body/div[not(@id='banner')]"
 
@@ -136,6 +135,7 @@ SITES=(
     "$VIM" "$VIM2HTML" "$OCTAVE" "$TEXINFO" "$WERKZEUG" "$SPHINX_MAIN" "$SFML" "$DOXYGEN"
     "$FCL" "$FPDOC" "$R_MANUALS" //body "$SQLALCHEMY" "//div[@id='docs-body']"
     "$DOXYGEN_MANUAL" "//div[@class='headertitle']|//div[@class='contents']"
+    # LaTeX2HTML and jQuery UI's demos: the text lies in the body itself (navigation included)
     "$GNUPLOT" //body "$JQUERY_UI" //body "$APACHE" "//div[@id='page-content']"
     "$GROOVY" "$GROOVYDOC" "$JUNIT" //main "$HANDBOOK/en-US" "$PUBLICAN"
     "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main

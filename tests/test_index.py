@@ -1,3 +1,4 @@
+import contextlib
 import logging
 import os
 
@@ -5,8 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import contextlib
 
 from scrapy_simhash.index import BatchMatches, Match, SimhashIndex
 from scrapy_simhash.index import tables as index_tables
