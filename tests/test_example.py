@@ -238,10 +238,6 @@ def test_articles_read_like_news():
     assert len(set(paragraphs)) == len(paragraphs)
 
 
-@pytest.mark.xfail(
-    not hasattr(scrapy.cmdline, "AsyncCrawlerProcess"), strict=False,
-    reason="Scrapy 2.13 schedules the demo crawl in another order; since FINGERPRINT_VERSION 7 the session-id rule activates later there, and the demo's counts vary from run to run",
-)
 def test_run_demo_end_to_end(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(EXAMPLE / "run_demo.py"), "--seed", "2", "--output", str(tmp_path)],
@@ -256,23 +252,32 @@ def test_run_demo_end_to_end(tmp_path):
     again = re.search(r"\((\d+) responses: ", more)
     responses = int(again.group(1)) if again else kept
     assert crawled == responses + dropped and dropped > 0 and unfollowed > 0
-    assert re.search(r"/news/list\?page=1&sid=\w+ +/news/list\?page=1&sid=\w+ +0\n", out)
     assert re.search(r"product pages share one template; closest pair .* at distance \d+", out)
     assert (tmp_path / "drops.jsonl").exists() and (tmp_path / "stats.json").exists()
     table = re.search(r"pages fetched +(\d+) +(\d+)\n  distinct pages kept +(\d+) +(\d+)", out)
     assert table, out[-3000:]
     with_rules, without, kept_with, kept_without = map(int, table.groups())
+    assert with_rules == crawled
+    # the first rule, on every Scrapy version: the run's own checks
+    lost = re.search(r"\[ok\] with URL rules no distinct page lost: (\d+) of the (\d+) ", out)
+    assert lost and lost.group(1) == lost.group(2), out[-3000:]
+    assert "[ok] every drop names a kept copy of the same page" in out, out[-3000:]
+    assert "[ok] every other page kept exactly once" in out, out[-3000:]
+    assert out.count("[ok] each of the ") == 2, out[-3000:]  # stories, listing pages
+    if not hasattr(scrapy.cmdline, "AsyncCrawlerProcess"):
+        # Scrapy 2.13 fetches in another order: the session-id rule activates later
+        # and the counts below vary from run to run (since FINGERPRINT_VERSION 7)
+        return
+    assert re.search(r"/news/list\?page=1&sid=\w+ +/news/list\?page=1&sid=\w+ +0\n", out)
     # without rules a site's first near copies may be kept (v7 drops them only as exact
     # copies until the template is known), and the pages only they link to reached: the
     # crawl with rules may keep fewer, but loses no page reached through originals
-    assert with_rules == crawled and kept_with <= kept_without
+    assert kept_with <= kept_without
     # a listing page kept twice is a counterexample to the session-id rule: then it saves
     # nothing, and either crawl may fetch more
     doubted = re.search(r"listing:\d+ kept [2-9] times", out)
     if not doubted:
         assert with_rules < without
-    lost = re.search(r"\[ok\] with URL rules no distinct page lost: (\d+) of the (\d+) ", out)
-    assert lost and lost.group(1) == lost.group(2), out[-3000:]
     if not doubted:
         assert re.search(r"active +\d+ +\d+ +0 +\d+ +param /news/list ignore sid", out), out[-3000:]
     failed = [line for line in out.splitlines() if "[FAIL]" in line]

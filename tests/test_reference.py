@@ -86,14 +86,25 @@ def demo_crawls(tmp_path_factory):
     return lines, stats
 
 
-@pytest.mark.xfail(
-    not hasattr(scrapy.cmdline, "AsyncCrawlerProcess"), strict=False,
-    reason="Scrapy 2.13 schedules the demo crawl in another order; since the third path needs the same main text, the printer-view rule whose skip README shows gathers no support there",
-)
+#: Scrapy 2.13 fetches the demo site in another order: the printer-view rule whose
+#: skip README shows gathers no support before the copies it would skip are met
+#: (since FINGERPRINT_VERSION 7 the third path needs the same main text), so its
+#: crawls write no skip line and fewer stats keys. What needs a skip is checked on
+#: Scrapy >= 2.14 only; everything else on every version.
+ORDER_SKIPS = hasattr(scrapy.cmdline, "AsyncCrawlerProcess")
+
+
+def needs_a_skip(line: str) -> bool:
+    """Whether a documented log line is one only a URL-rule skip writes."""
+    return "before download" in line
+
+
 def test_every_documented_log_line_is_one_the_code_writes(demo_crawls):
     real = {shape(line) for line in demo_crawls[0]}
     documented = documented_log_lines()
     assert len(documented) >= 4, documented
+    if not ORDER_SKIPS:
+        documented = [(where, line) for where, line in documented if not needs_a_skip(line)]
     unknown = [(where, line) for where, line in documented if shape(line) not in real]
     assert not unknown, "\n".join(f"{w}: {line}" for w, line in unknown) + \
         "\n\nreal lines:\n" + "\n".join(sorted(real))
@@ -109,16 +120,13 @@ def test_the_checker_tells_a_line_the_code_never_writes(demo_crawls):
                for line in demo_crawls[0])
 
 
-@pytest.mark.xfail(
-    not hasattr(scrapy.cmdline, "AsyncCrawlerProcess"), strict=False,
-    reason="Scrapy 2.13 schedules the demo crawl in another order; since FINGERPRINT_VERSION 7 the session-id rule activates later there, and the demo's counts vary from run to run",
-)
 def test_every_stats_key_a_crawl_writes_is_documented(demo_crawls):
     written = {key for s in demo_crawls[1] for key in s if key.startswith("simhash/")}
-    assert len(written) >= 12, written  # the crawls exercise many of them
     assert {key for key in written if stat_spec(key) is None} == set()
-    assert "simhash/requests_skipped_count" in written  # the rules applied
-    assert "simhash/requests_skippable_count" in written  # the dry run
+    assert len(written) >= (12 if ORDER_SKIPS else 10), written  # the crawls exercise many
+    if ORDER_SKIPS:  # an active rule: what it skipped, what the dry run would have
+        assert "simhash/requests_skipped_count" in written
+        assert "simhash/requests_skippable_count" in written
 
 
 def _keys_named_in_the_code() -> set[str]:
