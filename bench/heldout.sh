@@ -29,7 +29,10 @@
 # a page), Apache httpd's manual (eleven languages, untranslated pages copies of the English),
 # Groovy's GDK API (groovydoc, frames), JUnit 4's API (javadoc 11, source pages) and the
 # Debian Administrator's Handbook (Publican) on 2026-11-28 16:29 UTC, with nothing tuned
-# since version 8 was measured.
+# since version 8 was measured; gettext's manual (texi2html), Maxima's (Texinfo), the
+# DocBook XSL stylesheets' reference (a page a parameter), wxWidgets 3.2 (Doxygen, member
+# lists) and Racket's manuals (Scribble) on 2026-11-28 19:53 UTC, the same (tcl8.6-doc was
+# picked too: it holds no HTML).
 # PY: the Python to run (default .venv/bin/python); OUT: the
 # results file of `crawl` (default bench/results/heldout-crawl.txt, appended to).
 set -euo pipefail
@@ -46,7 +49,8 @@ PACKAGES=(libglib2.0-doc libjsoup-java-doc libxerces-c-doc python-cryptography-d
           libcommons-io-java-doc ant-doc libbcel-java-doc libcal3d-doc
           vim-doc octave-doc python-werkzeug-doc libsfml-doc fp-docs-3.2.2 r-doc-html
           python-sqlalchemy-doc doxygen-doc
-          gnuplot-doc libjs-jquery-ui-docs apache2-doc groovy-doc junit4-doc debian-handbook)
+          gnuplot-doc libjs-jquery-ui-docs apache2-doc groovy-doc junit4-doc debian-handbook
+          gettext-doc maxima-doc docbook-xsl-doc-html wx3.2-doc racket-doc)
 
 mkdir -p "$H/debs"
 for package in "${PACKAGES[@]}"; do
@@ -101,6 +105,11 @@ APACHE=$H/apache2-doc/usr/share/doc/apache2-doc/manual
 GROOVY=$H/groovy-doc/usr/share/doc/groovy/gapi
 JUNIT=$H/junit4-doc/usr/share/doc/junit4/api
 HANDBOOK=$H/debian-handbook/usr/share/doc/debian-handbook/html
+GETTEXT=$H/gettext-doc/usr/share/doc/gettext
+MAXIMA=$H/maxima-doc/usr/share/doc/maxima-doc/html
+DOCBOOK_XSL=$H/docbook-xsl-doc-html/usr/share/doc/docbook-xsl-doc-html/doc
+WX=$H/wx3.2-doc/usr/share/doc/wx3.2-doc/html
+RACKET=$H/racket-doc/usr/share/doc/racket
 GTK_DOC="//body/div[not(contains(@class,'footer'))]"
 SPHINX_MAIN="//div[@role='main']"
 DOXYGEN="//div[@class='contents']"
@@ -138,6 +147,8 @@ SITES=(
     # LaTeX2HTML and jQuery UI's demos: the text lies in the body itself (navigation included)
     "$GNUPLOT" //body "$JQUERY_UI" //body "$APACHE" "//div[@id='page-content']"
     "$GROOVY" "$GROOVYDOC" "$JUNIT" //main "$HANDBOOK/en-US" "$PUBLICAN"
+    "$GETTEXT" //body "$MAXIMA" "$TEXINFO" "$DOCBOOK_XSL" "$DOCBOOK" "$WX" "$DOXYGEN"
+    "$RACKET" "//div[@class='main']"
     "$JDK/java.desktop" //main "$JDK/java.base" //main "$JDK/java.xml" //main
     "$JDK/java.management" //main
 )
@@ -208,6 +219,11 @@ crawl)
     crawl "$GROOVY" --xpath "$GROOVYDOC" --pages 1200
     crawl "$JUNIT" --xpath //main
     crawl "$HANDBOOK/en-US" --xpath "$PUBLICAN"
+    crawl "$GETTEXT" --xpath //body
+    crawl "$MAXIMA" --xpath "$TEXINFO" --start maxima.html
+    crawl "$DOCBOOK_XSL" --xpath "$DOCBOOK"
+    crawl "$WX" --xpath "$DOXYGEN" --pages 1200
+    crawl "$RACKET" --xpath "//div[@class='main']" --pages 1200
     ;;
 *)
     echo "usage: bash bench/heldout.sh pairs|crawl|wrong" >&2

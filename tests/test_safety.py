@@ -183,6 +183,65 @@ def test_generated_pages_of_a_folder_crawled_alone_stay_apart():
     assert joined, "no pair of org/ is joined at all: the test no longer tells"
 
 
+TYPES = "int long bool double wxString wxRect wxDC wxWindow wxSize wxPoint wxBitmap".split()
+
+
+def member_list_site(families: int = 8, seed: int = 3) -> dict[str, str]:
+    """Doxygen's "Member List" pages of a base class and of a class derived from
+    it (wxWidgets 3.2's shape): the same members, the same signatures; what tells
+    them apart is the table's second column, the class each member is defined in,
+    a cell that is one link. And a class page each, so the template is learned."""
+    rng = random.Random(seed)
+    pages = {}
+    for family in range(families):
+        base, derived = f"Base{family}", f"Derived{family}"
+        members = sorted(rng.sample(MEMBERS, 24))
+        overridden = set(rng.sample(members, 18))
+        for cls in (base, derived):
+            args = random.Random(family)  # the same signatures on both pages
+            rows = []
+            for member in members:
+                owner = derived if cls == derived and member in overridden else base
+                params = ", ".join(f"const {args.choice(TYPES)} &{name}"
+                                   for name in args.sample("abcdefgh", args.randint(1, 4)))
+                rows.append(f'<tr><td><a href="class{owner}.html#{member}">{member}</a>({params})'
+                            f'</td><td><a href="class{owner}.html">wx{owner}</a></td>'
+                            "<td>virtual</td></tr>")
+            pages[f"/class{cls}-members.html"] = _page(
+                "Member List",
+                f"<h1>wx{cls} Member List</h1><p>This is the complete list of members for "
+                f'<a href="class{cls}.html">wx{cls}</a>, including all inherited members.</p>'
+                f"<table>{''.join(rows)}</table>",
+            )
+            words = " ".join(rng.choice(MEMBERS + TYPES) for _ in range(150))
+            pages[f"/class{cls}.html"] = _page(
+                f"wx{cls} Class Reference", f"<h1>wx{cls} Class Reference</h1><p>{words}</p>"
+            )
+    return pages
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINGERPRINT_VERSION 8: path 3 trusts a main text that leaves out the link-only "
+    "cells, the one column that tells these pages apart (wxWidgets 3.2's member lists "
+    "of wxRibbonAUIArtProvider and wxRibbonMSWArtProvider, held out: one lost in a "
+    "crawl, bench/results/heldout-crawl.txt); the fix changes the signature"))
+def test_member_lists_that_differ_in_link_cells_only_stay_apart():
+    """The extractor's main text is right but partial: the members' signatures
+    without the link-only cells naming the class each is defined in. The decision
+    must not join two such lists on their main texts (Jaccard 0.40 to 0.46 of
+    their content: distinct pages)."""
+    site = member_list_site()
+    paths = list(site)
+    htmls = [site[p] for p in paths]
+    sigs = crawl_order(htmls)
+    contents = [_content(parse_html(h), "//div[@class='content']") for h in htmls]
+    distinct = [
+        (paths[i], paths[j]) for i, j in joined_pairs(sigs)
+        if len(contents[i] & contents[j]) < 0.5 * len(contents[i] | contents[j])
+    ]
+    assert distinct == []
+
+
 # -- the decision itself: one rule, the scalar and vectorised forms agree --------
 
 _sketches = st.binary(min_size=SKETCH_BINS, max_size=SKETCH_BINS)
