@@ -220,16 +220,14 @@ def member_list_site(families: int = 8, seed: int = 3) -> dict[str, str]:
     return pages
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINGERPRINT_VERSION 8: path 3 trusts a main text that leaves out the link-only "
-    "cells, the one column that tells these pages apart (wxWidgets 3.2's member lists "
-    "of wxRibbonAUIArtProvider and wxRibbonMSWArtProvider, held out: one lost in a "
-    "crawl, bench/results/heldout-crawl.txt); the fix changes the signature"))
 def test_member_lists_that_differ_in_link_cells_only_stay_apart():
     """The extractor's main text is right but partial: the members' signatures
     without the link-only cells naming the class each is defined in. The decision
     must not join two such lists on their main texts (Jaccard 0.40 to 0.46 of
-    their content: distinct pages)."""
+    their content: distinct pages). Version 8 joined 7 such pairs (wxWidgets
+    3.2's member lists of ``wxRibbonAUIArtProvider`` and
+    ``wxRibbonMSWArtProvider``, held out: one lost in a crawl); since version 9
+    the main-text sketch reads the region whole."""
     site = member_list_site()
     paths = list(site)
     htmls = [site[p] for p in paths]

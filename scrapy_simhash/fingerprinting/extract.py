@@ -209,6 +209,12 @@ class MainText(NamedTuple):
     blocks: list[str]
     #: Preformatted blocks (``pre``: code, listings), kept apart from prose.
     code: list[str]
+    #: Every block of the main-content region in document order, whether the
+    #: rules above kept it or not (link lists, a table's link-only cells): what
+    #: the drop decision's main-text sketch reads, so that what the extractor
+    #: leaves out of a region cannot make two pages' main texts agree. Empty
+    #: when the main text was not located (then the kept blocks are read).
+    region: Sequence[str] = ()
 
 
 _BOILER_PREFIX = re.compile(r"(?:^| )(?:%s)" % "|".join(_BOILER_PREFIXES))
@@ -1076,7 +1082,7 @@ def _extract(
     headings = [b[0] for b, k in zip(blocks, keep) if k and 0 < b[1] < _CODE]
     texts = [b[0] for b, k in zip(blocks, keep) if k and not b[1]]
     code = [b[0] for b, k in zip(blocks, keep) if k and b[1] == _CODE]
-    main = MainText(title, headings, texts, code)
+    main = MainText(title, headings, texts, code, [b[0] for b in blocks])
     if not whole:
         return PageText(main, [])
     return PageText(main, _whole(title, walker.blocks(items)), _complete(walker))

@@ -50,7 +50,10 @@ logger = logging.getLogger(__name__)
 #: 8: the sketch holds minhashes of the page's rare own blocks (40 own-text
 #: bins, 48 before); two pages whose own texts are both mostly blocks other
 #: kept pages hold confirm only where those agree too.
-FINGERPRINT_VERSION = 8
+#: 9: the main text's sketch reads every block of the main-content region,
+#: those the extractor left out of the main text too (a member list's
+#: link-only cells, which alone told a derived class's list from its base's).
+FINGERPRINT_VERSION = 9
 #: Pages with fewer distinct spot signatures (title and heading features not
 #: counted) get no fingerprint and are never flagged.
 DEFAULT_MIN_FEATURES = 6

@@ -33,7 +33,9 @@ one of three ways:
 3. **by the main text's sketch**, as a copy whose own text is diluted by
    what its template does not repeat (a rotating sidebar, a partner's
    chrome): the main-text sketches agree in every filled bin (``NEAR``: the
-   same main text, whatever changed around it), the own-text sketches in at
+   same main text, whatever changed around it; the sketch reads every block
+   of the main-content region, those the extractor left out of the main text
+   too, such as a member list's link-only cells), the own-text sketches in at
    least ``GUARD`` of every 64; both pages as in 2, and on both
    the main text is *trusted*: mostly the page's own text, not blocks that
    other pages repeat (a footer, a shared paragraph) -- at least
@@ -256,7 +258,9 @@ def own_evidence(
     main_bins = bytes(MAIN_BINS)
     if sketchable and trusted:
         main = page.main
-        main_parts = [" ".join(title_words(main.title)), *main.headings, *main.blocks, *main.code]
+        # the region whole (its link-only cells too), not only the blocks kept
+        read = main.region or (*main.headings, *main.blocks, *main.code)
+        main_parts = [" ".join(title_words(main.title)), *read]
         main_bins = shingle_sketch(main_parts, words)[:MAIN_BINS]
     own_key = _exact(parts)
     # every block its own (no template known, or none of its blocks): one key twice
