@@ -86,6 +86,28 @@ def test_boilerplate_rules():
     assert all("Night trains are back" not in b for b in main.blocks)
 
 
+
+def test_the_region_holds_what_the_main_text_left_out_of_it():
+    """``MainText.region``: every block of the main-content region in document
+    order, the link-only ones the main text leaves out too (a member list's
+    "defined in" cells), but not the subtrees dropped for their class names
+    (an ad slot between the article's paragraphs)."""
+    rows = "".join(
+        f'<tr><td><a href="#m{i}">member{i}</a>(const wxRect &amp;rect, long style)</td>'
+        f'<td><a href="classBase.html">wxBase</a></td><td>virtual</td></tr>'
+        for i in range(30)
+    )
+    page = (f"<html><body><nav><a href='/'>Home</a></nav><main><h1>wxDerived Member List</h1>"
+            f"<p>This is the complete list of members for wxDerived, including all inherited "
+            f"members.</p><div class='ad-slot'><p>Buy the best shoes of the season.</p></div>"
+            f"<table>{rows}</table></main></body></html>")
+    main = extract(page)
+    assert "wxBase" not in main.blocks and "wxBase" in main.region
+    assert main.region.count("wxBase") == 30
+    assert all(block in main.region for block in main.blocks)
+    assert not any("shoes" in block for block in main.region)
+    assert [b for b in main.region if b in main.blocks] == main.blocks  # document order
+
 def test_class_tokens_not_substrings():
     # "download" and "header" contain "ad"; "loading" too: none is an ad token.
     page = f'<div class="download-header loading">{ARTICLE}</div><div class="ad">Buy now</div>'
