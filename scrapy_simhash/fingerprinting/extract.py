@@ -213,7 +213,8 @@ class MainText(NamedTuple):
     #: rules above kept it or not (link lists, a table's link-only cells): what
     #: the drop decision's main-text sketch reads, so that what the extractor
     #: leaves out of a region cannot make two pages' main texts agree. Empty
-    #: when the main text was not located (then the kept blocks are read).
+    #: for a page with no main text, or a main text made elsewhere (then the
+    #: kept blocks are read).
     region: Sequence[str] = ()
 
 
