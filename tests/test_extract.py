@@ -86,7 +86,6 @@ def test_boilerplate_rules():
     assert all("Night trains are back" not in b for b in main.blocks)
 
 
-
 def test_the_region_holds_what_the_main_text_left_out_of_it():
     """``MainText.region``: every block of the main-content region in document
     order, the link-only ones the main text leaves out too (a member list's
@@ -107,6 +106,7 @@ def test_the_region_holds_what_the_main_text_left_out_of_it():
     assert all(block in main.region for block in main.blocks)
     assert not any("shoes" in block for block in main.region)
     assert [b for b in main.region if b in main.blocks] == main.blocks  # document order
+
 
 def test_class_tokens_not_substrings():
     # "download" and "header" contain "ad"; "loading" too: none is an ad token.

@@ -122,6 +122,16 @@ def joined_pairs(sigs: list[Signature | None]) -> list[tuple[int, int]]:
     return [(idx[i], idx[j]) for i, j in zip(a[ok].tolist(), b[ok].tolist())]
 
 
+
+def distinct_pairs(joined: list[tuple[int, int]], contents: list[frozenset[str]],
+                   names: list) -> list[tuple]:
+    """The joined pairs of distinct pages (5-word-shingle Jaccard of their
+    content < 0.5), by ``names``."""
+    return [
+        (names[i], names[j]) for i, j in joined
+        if len(contents[i] & contents[j]) < 0.5 * len(contents[i] | contents[j])
+    ]
+
 @pytest.mark.parametrize("how", WRONG_TEXTS)
 def test_wrong_main_text_joins_no_distinct_pages_on_a_generated_site(how):
     site = api_site()
@@ -130,11 +140,7 @@ def test_wrong_main_text_joins_no_distinct_pages_on_a_generated_site(how):
     sigs = crawl_order(htmls, how)
     contents = [_content(parse_html(h), "//div[@class='content']") for h in htmls]
     joined = joined_pairs(sigs)
-    distinct = [
-        (paths[i], paths[j]) for i, j in joined
-        if len(contents[i] & contents[j]) < 0.5 * len(contents[i] | contents[j])
-    ]
-    assert distinct == []
+    assert distinct_pairs(joined, contents, paths) == []
     # the mirror copies are still found, exactly
     copies = {(paths.index(p[len("/mirror"):]), paths.index(p)) for p in paths if p.startswith("/mirror")}
     found = copies & set(joined)
@@ -152,11 +158,7 @@ def test_wrong_main_text_joins_no_distinct_pages_on_qt(how):
     contents = [
         _content(parse_html(h), "//div[@class='content mainContent']") for h in htmls
     ]
-    distinct = [
-        (paths[i].name, paths[j].name) for i, j in joined_pairs(sigs)
-        if len(contents[i] & contents[j]) < 0.5 * len(contents[i] | contents[j])
-    ]
-    assert distinct == []
+    assert distinct_pairs(joined_pairs(sigs), contents, [p.name for p in paths]) == []
 
 
 @pytest.mark.skipif(corpus_dir() is None, reason=ABSENT_REASON)
@@ -175,11 +177,7 @@ def test_generated_pages_of_a_folder_crawled_alone_stay_apart():
     sigs = crawl_order(htmls, min_features=1)
     contents = [_content(parse_html(h), "//main") for h in htmls]
     joined = joined_pairs(sigs)
-    distinct = [
-        (paths[i].name, paths[j].name) for i, j in joined
-        if len(contents[i] & contents[j]) < 0.5 * len(contents[i] | contents[j])
-    ]
-    assert distinct == []
+    assert distinct_pairs(joined, contents, [p.name for p in paths]) == []
     assert joined, "no pair of org/ is joined at all: the test no longer tells"
 
 
@@ -233,11 +231,7 @@ def test_member_lists_that_differ_in_link_cells_only_stay_apart():
     htmls = [site[p] for p in paths]
     sigs = crawl_order(htmls)
     contents = [_content(parse_html(h), "//div[@class='content']") for h in htmls]
-    distinct = [
-        (paths[i], paths[j]) for i, j in joined_pairs(sigs)
-        if len(contents[i] & contents[j]) < 0.5 * len(contents[i] | contents[j])
-    ]
-    assert distinct == []
+    assert distinct_pairs(joined_pairs(sigs), contents, paths) == []
 
 
 # -- the decision itself: one rule, the scalar and vectorised forms agree --------
